@@ -1,0 +1,244 @@
+"""Hand edits: pure operations on a plan that report conflicts instead of raising.
+
+Two kinds, kept apart as DESIGN.md asks. Assignment edits (:class:`Assign`,
+:class:`Swap`, :class:`Spill`, :class:`Unspill`) explore the model: which
+register holds which value. Schedule edits (:class:`Move`) change the
+kernel that gets built.
+
+Invariant: ``apply_edit(plan, e)`` never raises for a well-typed edit; it
+returns the new plan, every conflict of the new plan (as
+:func:`engine.verify.static_conflicts` finds them), and the inverse edit, so
+``apply_edit(result.plan, result.inverse).plan == plan``. An edit that cannot
+be applied at all (an unknown value, a move across a dependence) comes back
+``rejected`` with the reason and the plan unchanged.
+
+Examples
+--------
+>>> from engine.ir import parse
+>>> from engine.plan import Plan
+>>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
+>>> plan = Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand")
+>>> r = apply_edit(plan, Assign("y", (0,)))
+>>> [c.message for c in r.conflicts]
+['%x and %y share R0 while both live at instruction 1 (%y:f32 = mov 2)']
+>>> apply_edit(r.plan, r.inverse).plan == plan
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.interp import immediate
+from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.plan import Plan, predict
+from engine.spill import first_free_slot, insert_spill_code, remove_spill_code, spill_code_of
+from engine.verify import Conflict, static_conflicts
+
+
+@dataclass(frozen=True)
+class Assign:
+    """Put ``value`` in ``registers`` (assignment edit)."""
+
+    value: str
+    registers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Exchange registers ``a`` and ``b`` in every value's assignment (assignment edit)."""
+
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
+class Spill:
+    """Keep ``value`` in local memory between uses (assignment edit)."""
+
+    value: str
+    slot: int | None = None
+
+
+@dataclass(frozen=True)
+class Unspill:
+    """Remove the spill code of ``value``; it keeps its register (assignment edit)."""
+
+    value: str
+
+
+@dataclass(frozen=True)
+class Move:
+    """Move linear instruction ``index`` to position ``to`` of its block (schedule edit)."""
+
+    index: int
+    to: int
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Put back a program, assignment and spills exactly (the inverse of an unspill)."""
+
+    program: Program
+    assignment: dict
+    spills: dict
+
+
+SCHEDULE_EDITS = (Move,)
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """The outcome of one edit."""
+
+    plan: Plan
+    conflicts: tuple[Conflict, ...]
+    inverse: object | None
+    rejected: str | None = None
+
+
+def _result(old: Plan, new: Plan, inverse) -> EditResult:
+    plan = new.with_(predicted=predict(new))
+    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
+    return EditResult(plan, tuple(conflicts), inverse)
+
+
+def _reject(plan: Plan, reason: str) -> EditResult:
+    return EditResult(plan, tuple(static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)), None, reason)
+
+
+def _value_problem(plan: Plan, name: str) -> str | None:
+    value = plan.program.values.get(name)
+    if value is None:
+        return f"the program has no value %{name}"
+    if value.width == 0:
+        return f"%{name} is a predicate and takes no general register"
+    return None
+
+
+def _assign(plan: Plan, e: Assign) -> EditResult:
+    problem = _value_problem(plan, e.value)
+    if problem:
+        return _reject(plan, problem)
+    old = plan.assignment.get(e.value)
+    inverse = Assign(e.value, old) if old is not None else None
+    return _result(plan, plan.with_(assignment={**plan.assignment, e.value: tuple(e.registers)}), inverse)
+
+
+def _swap(plan: Plan, e: Swap) -> EditResult:
+    remap = {e.a: e.b, e.b: e.a}
+    assignment = {n: tuple(remap.get(r, r) for r in regs) for n, regs in plan.assignment.items()}
+    return _result(plan, plan.with_(assignment=assignment), e)
+
+
+def _is_spill_temporary(plan: Plan, name: str) -> bool:
+    return name in spill_code_of(plan.program, plan.spills)[1]
+
+
+def _spill(plan: Plan, e: Spill) -> EditResult:
+    problem = _value_problem(plan, e.value)
+    if problem or e.value in plan.spills or _is_spill_temporary(plan, e.value):
+        return _reject(plan, problem or f"%{e.value} is already in local memory")
+    slot = e.slot if e.slot is not None else max([first_free_slot(plan.program), *[s + 1 for s in plan.spills.values()]])
+    if slot in plan.spills.values():
+        return _reject(plan, f"spill slot {slot} already holds another value")
+    program = insert_spill_code(plan.program, {e.value: slot})
+    regs = plan.assignment.get(e.value)
+    assignment = dict(plan.assignment)
+    if regs is not None:
+        assignment.update({n: regs for n in program.values if n not in plan.program.values})
+    return _result(plan, plan.with_(program=program, assignment=assignment, spills={**plan.spills, e.value: slot}),
+                   Unspill(e.value))
+
+
+def _unspill(plan: Plan, e: Unspill) -> EditResult:
+    if e.value not in plan.spills:
+        return _reject(plan, f"%{e.value} is not spilled")
+    program = remove_spill_code(plan.program, {e.value: plan.spills[e.value]})
+    assignment = {n: r for n, r in plan.assignment.items() if n in program.values}
+    spills = {n: s for n, s in plan.spills.items() if n != e.value}
+    return _result(plan, plan.with_(program=program, assignment=assignment, spills=spills),
+                   Restore(plan.program, plan.assignment, plan.spills))
+
+
+def _restore(plan: Plan, e: Restore) -> EditResult:
+    inverse = Restore(plan.program, plan.assignment, plan.spills)
+    return _result(plan, plan.with_(program=e.program, assignment=e.assignment, spills=e.spills), inverse)
+
+
+def _move(plan: Plan, e: Move) -> EditResult:
+    program = plan.program
+    reason = move_problem(program, e.index, e.to)
+    if reason:
+        return _reject(plan, reason)
+    b = program.block_of(e.index)
+    first = program.block_starts[b]
+    body = list(program.blocks[b].instructions)
+    body.insert(e.to - first, body.pop(e.index - first))
+    blocks = list(program.blocks)
+    blocks[b] = Block(blocks[b].name, tuple(body))
+    return _result(plan, plan.with_(program=replace_blocks(program, blocks)), Move(e.to, e.index))
+
+
+_APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
+
+
+def apply_edit(plan: Plan, edit) -> EditResult:
+    """Apply one edit to ``plan`` (see the module invariant)."""
+    return _APPLY[type(edit)](plan, edit)
+
+
+def _memory(ins: Instruction):
+    base, _, space = ins.opcode.partition(".")
+    if base not in ("ld", "st"):
+        return None
+    space = space.split(".")[0]
+    address = ins.operands[:-1] if base == "st" else ins.operands
+    size = 4 * max(1, sum(d.width for d in ins.defs)) if base == "ld" else 4
+    return base, space, address, size
+
+
+def _may_alias(x, y) -> bool:
+    if x[1] != y[1] or (x[0] == "ld" and y[0] == "ld"):
+        return False
+    bases_x = [op for op in x[2] if isinstance(op, Use)]
+    bases_y = [op for op in y[2] if isinstance(op, Use)]
+    if bases_x != bases_y:
+        return True
+    off_x = sum(immediate(op.text) for op in x[2] if isinstance(op, Imm))
+    off_y = sum(immediate(op.text) for op in y[2] if isinstance(op, Imm))
+    return off_x < off_y + y[3] and off_y < off_x + x[3]
+
+
+def dependence(x: Instruction, y: Instruction) -> str | None:
+    """Why ``x`` and ``y`` may not trade places, or None if they may."""
+    if x.is_terminator or y.is_terminator:
+        return f"'{(x if x.is_terminator else y).opcode}' must stay last in its block"
+    xd, yd = {d.name for d in x.defs}, {d.name for d in y.defs}
+    for names, text in ((xd & set(y.uses), "it defines %{}, which that instruction reads"),
+                        (yd & set(x.uses), "it reads %{}, which that instruction defines"),
+                        (xd & yd, "both define %{}")):
+        if names:
+            return text.format(sorted(names)[0])
+    mx, my = _memory(x), _memory(y)
+    if mx and my and _may_alias(mx, my):
+        return f"a {mx[0]}.{mx[1]} and a {my[0]}.{my[1]} may touch the same memory"
+    return None
+
+
+def move_problem(program: Program, index: int, to: int) -> str | None:
+    """Why instruction ``index`` cannot move to position ``to``, or None."""
+    n = len(program.instructions)
+    if not (0 <= index < n and 0 <= to < n):
+        return f"instruction {index if not 0 <= index < n else to} is outside the program (0-{n - 1})"
+    b = program.block_of(index)
+    if program.block_of(to) != b:
+        return f"instruction {index} can move only within block {program.blocks[b].name!r}"
+    ins = program.instructions[index]
+    passed = range(to, index) if to < index else range(index + 1, to + 1)
+    for k in passed:
+        why = dependence(ins, program.instructions[k])
+        if why:
+            side = "before" if to < index else "after"
+            return f"cannot move instruction {index} ({ins}) {side} instruction {k} ({program.instructions[k]}): {why}"
+    return None

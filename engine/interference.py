@@ -1,0 +1,138 @@
+"""The register interference graph, built from live segments.
+
+Invariant: values u and v (both non-predicate, u != v) are adjacent exactly
+when some position is covered by a segment of each, i.e. when both hold a
+register at the same moment. Any two overlapping segments witness such a
+moment, and every such moment has one: so the edges are found by sorting
+segments by start and pairing each with the segments that start inside it,
+never by comparing every pair of values.
+
+The canonical form is a CSR adjacency (numpy) used by the allocators; a
+``networkx.Graph`` is built from it on demand for display and for networkx's
+own algorithms.
+
+Examples
+--------
+>>> from engine.ir import parse
+>>> from engine.liveness import analyze
+>>> g = analyze(parse('''.kernel k
+... .block entry
+...   %x:f32 = mov 1
+...   %y:f32 = mov 2
+...   %z:f32 = add %x, %y
+...   st.global %z, 0, %z
+...   exit
+... ''')).interference
+>>> sorted(g.graph.edges)
+[('x', 'y')]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Interference:
+    """Undirected interference graph over the values of one analysis.
+
+    Attributes
+    ----------
+    names, widths : as in the analysis (predicates have no edges)
+    edges : (E, 2) array of value numbers, each row u < v, rows sorted
+    indptr, indices : CSR adjacency, both directions
+    """
+
+    names: tuple[str, ...]
+    widths: np.ndarray
+    edges: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    def neighbors(self, v: int) -> np.ndarray:
+        """Value numbers adjacent to value ``v``."""
+        return self.indices[self.indptr[v] : self.indptr[v + 1]]
+
+    @cached_property
+    def degree(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.edges)
+
+    @cached_property
+    def graph(self) -> nx.Graph:
+        """The graph as ``networkx.Graph`` on value names, widths as node data."""
+        g = nx.Graph()
+        g.add_nodes_from((n, {"width": int(w)}) for n, w in zip(self.names, self.widths) if w > 0)
+        names = np.array(self.names, dtype=object)
+        g.add_edges_from(zip(names[self.edges[:, 0]], names[self.edges[:, 1]]))
+        return g
+
+
+def overlapping_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j), i != j, of closed intervals that overlap.
+
+    Each overlapping pair is reported once, from the interval that starts
+    first (ties by index order after sorting).
+
+    Examples
+    --------
+    >>> i, j = overlapping_pairs(np.array([0, 2, 5]), np.array([3, 4, 6]))
+    >>> sorted(zip(i.tolist(), j.tolist()))
+    [(0, 1)]
+    """
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    k = np.arange(len(s))
+    hi = np.searchsorted(s, e, side="right")
+    counts = np.maximum(hi - k - 1, 0)
+    src = np.repeat(k, counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    dst = np.arange(counts.sum()) - first + src + 1
+    return order[src], order[dst]
+
+
+def build_interference(analysis) -> Interference:
+    """Interference graph of ``analysis`` from its live segments."""
+    n = len(analysis.names)
+    keep = analysis.widths[analysis.seg_value] > 0
+    seg_value = analysis.seg_value[keep]
+    i, j = overlapping_pairs(analysis.seg_start[keep], analysis.seg_end[keep])
+    u, v = seg_value[i], seg_value[j]
+    distinct = u != v
+    lo, hi = np.minimum(u, v)[distinct], np.maximum(u, v)[distinct]
+    codes = np.unique(lo * n + hi)
+    edges = np.stack([codes // n, codes % n], axis=1) if n else np.zeros((0, 2), np.int64)
+    return _csr(analysis.names, analysis.widths, edges)
+
+
+def _csr(names, widths, edges) -> Interference:
+    n = len(names)
+    src = np.concatenate([edges[:, 0], edges[:, 1]])
+    dst = np.concatenate([edges[:, 1], edges[:, 0]])
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return Interference(names, widths, edges, indptr, dst[order])
+
+
+def build_interference_all_pairs(analysis) -> Interference:
+    """Reference construction: test every pair of values for a shared position.
+
+    Quadratic in the number of values; kept only to measure and cross-check
+    :func:`build_interference` against.
+    """
+    n = len(analysis.names)
+    masks = [0] * n
+    for v, s, e in zip(analysis.seg_value.tolist(), analysis.seg_start.tolist(), analysis.seg_end.tolist()):
+        if analysis.widths[v] > 0:
+            masks[v] |= ((1 << (e - s + 1)) - 1) << s
+    pairs = [(a, b) for a in range(n) if masks[a] for b in range(a + 1, n) if masks[a] & masks[b]]
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return _csr(analysis.names, analysis.widths, edges)

@@ -1,0 +1,407 @@
+"""The per-thread IR: values, instructions, blocks, programs, and its text form.
+
+Invariant: ``parse(print_program(p)) == p`` for every program, and
+``print_program(parse(text)) == text`` for every text in canonical form (the
+form the printer writes). A value keeps one type everywhere it is defined;
+every use names a value that the program defines; every branch names a block
+of the program.
+
+Examples
+--------
+>>> text = '''.kernel k
+... .block entry
+...   %pa:u64 = param A
+...   %x:f32 = ld.global %pa, 0
+...   %y:f32 = mul %x, %x
+...   st.global %pa, 4, %y
+...   exit
+... '''
+>>> p = parse(text)
+>>> print_program(p) == text
+True
+>>> p.values["pa"].width
+2
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from engine.errors import ParseError
+
+#: Width of each type in 32-bit general registers; ``pred`` lives in the
+#: predicate file and is not counted with general registers.
+WIDTHS = {"pred": 0, "i32": 1, "f32": 1, "f16x2": 1, "u64": 2, "f64": 2}
+
+TERMINATORS = frozenset({"br", "cbr", "exit"})
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
+_NAME_RE = re.compile(rf"^{_NAME}$")
+_DEF_RE = re.compile(rf"^%({_NAME}):([A-Za-z0-9]+)$")
+_GUARD_RE = re.compile(rf"^@(!?)%({_NAME})$")
+_OPCODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_IMM_RE = re.compile(r"^[^\s,%@=]+$")
+
+
+@dataclass(frozen=True)
+class Value:
+    """A virtual register: a name and a type.
+
+    Examples
+    --------
+    >>> Value("acc_0_0", "f32").width
+    1
+    """
+
+    name: str
+    type: str
+
+    @property
+    def width(self) -> int:
+        """Number of 32-bit general registers the value needs (0 for pred)."""
+        return WIDTHS[self.type]
+
+    def __str__(self) -> str:
+        return f"%{self.name}:{self.type}"
+
+
+@dataclass(frozen=True)
+class Use:
+    """An operand that reads a value."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An operand that is not a value: an immediate, a symbol or a label."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Operand = Use | Imm
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction: results, an opcode, operands and an optional guard.
+
+    Examples
+    --------
+    >>> ins = parse_instruction("%acc:f32 = fma %a, %b, %acc")
+    >>> ins.uses, [d.name for d in ins.defs]
+    (('a', 'b', 'acc'), ['acc'])
+    >>> str(ins)
+    '%acc:f32 = fma %a, %b, %acc'
+    """
+
+    opcode: str
+    defs: tuple[Value, ...] = ()
+    operands: tuple[Operand, ...] = ()
+    guard: str | None = None
+    guard_negated: bool = False
+
+    @property
+    def uses(self) -> tuple[str, ...]:
+        """Names of the values read, operands first, then the guard."""
+        names = tuple(op.name for op in self.operands if isinstance(op, Use))
+        return names + ((self.guard,) if self.guard is not None else ())
+
+    @property
+    def is_terminator(self) -> bool:
+        return self.opcode in TERMINATORS
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Block labels this terminator may jump to."""
+        if self.opcode == "br":
+            return (self.operands[0].text,)
+        if self.opcode == "cbr":
+            return (self.operands[1].text, self.operands[2].text)
+        return ()
+
+    def __str__(self) -> str:
+        text = self.opcode
+        if self.guard is not None:
+            text = f"@{'!' if self.guard_negated else ''}%{self.guard} {text}"
+        if self.operands:
+            text += " " + ", ".join(str(op) for op in self.operands)
+        if self.defs:
+            text = ", ".join(str(d) for d in self.defs) + " = " + text
+        return text
+
+
+@dataclass(frozen=True)
+class Block:
+    """A labelled straight-line run of instructions."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A kernel: named blocks in layout order.
+
+    The linear order (blocks in order, instructions in order) numbers the
+    instructions 0..n-1; every analysis and view uses that numbering.
+    """
+
+    name: str
+    blocks: tuple[Block, ...]
+    values: dict[str, Value] = field(compare=False, repr=False, default=None)
+
+    def __post_init__(self):
+        if self.values is None:
+            object.__setattr__(self, "values", _collect_values(self))
+
+    @cached_property
+    def instructions(self) -> tuple[Instruction, ...]:
+        """All instructions in linear order."""
+        return tuple(ins for b in self.blocks for ins in b.instructions)
+
+    @cached_property
+    def block_starts(self) -> tuple[int, ...]:
+        """Linear index of each block's first instruction."""
+        starts, at = [], 0
+        for b in self.blocks:
+            starts.append(at)
+            at += len(b.instructions)
+        return tuple(starts)
+
+    def block_of(self, index: int) -> int:
+        """Index of the block holding linear instruction ``index``."""
+        import bisect
+
+        return bisect.bisect_right(self.block_starts, index) - 1
+
+    def __str__(self) -> str:
+        return print_program(self)
+
+
+def _collect_values(program: Program) -> dict[str, Value]:
+    values: dict[str, Value] = {}
+    for b in program.blocks:
+        for ins in b.instructions:
+            for d in ins.defs:
+                values.setdefault(d.name, d)
+    return values
+
+
+def print_program(program: Program) -> str:
+    """The canonical text form of ``program`` (ends with a newline)."""
+    lines = [f".kernel {program.name}"]
+    for b in program.blocks:
+        lines.append(f".block {b.name}")
+        lines.extend(f"  {ins}" for ins in b.instructions)
+    return "\n".join(lines) + "\n"
+
+
+def _split_operands(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",")] if text.strip() else []
+
+
+def _parse_operand(token: str, where: str) -> Operand:
+    if token.startswith("%"):
+        if not _NAME_RE.match(token[1:]):
+            raise ParseError(f"{where}: bad value name {token!r}")
+        return Use(token[1:])
+    if not token or not _IMM_RE.match(token):
+        raise ParseError(f"{where}: expected an operand, got {token!r}")
+    return Imm(token)
+
+
+def _parse_defs(text: str, where: str) -> tuple[Value, ...]:
+    defs = []
+    for token in _split_operands(text):
+        m = _DEF_RE.match(token)
+        if not m:
+            raise ParseError(f"{where}: expected a definition '%name:type', got {token!r}")
+        if m.group(2) not in WIDTHS:
+            known = ", ".join(sorted(WIDTHS))
+            raise ParseError(f"{where}: unknown type {m.group(2)!r} of %{m.group(1)} (known: {known})")
+        defs.append(Value(m.group(1), m.group(2)))
+    names = [d.name for d in defs]
+    if len(set(names)) != len(names):
+        raise ParseError(f"{where}: a value is defined twice in one instruction")
+    if not defs:
+        raise ParseError(f"{where}: expected definitions before '='")
+    return tuple(defs)
+
+
+def parse_instruction(text: str, where: str = "instruction") -> Instruction:
+    """Parse one instruction line (without the block structure).
+
+    Examples
+    --------
+    >>> str(parse_instruction("@!%p st.global %pc, 0, %x"))
+    '@!%p st.global %pc, 0, %x'
+    """
+    text = text.strip()
+    defs: tuple[Value, ...] = ()
+    if "=" in text:
+        lhs, text = text.split("=", 1)
+        defs = _parse_defs(lhs, where)
+    parts = text.split(None, 1)
+    if not parts:
+        raise ParseError(f"{where}: expected an opcode")
+    guard, negated = None, False
+    if parts[0].startswith("@"):
+        m = _GUARD_RE.match(parts[0])
+        if not m:
+            raise ParseError(f"{where}: bad guard {parts[0]!r}, expected '@%p' or '@!%p'")
+        negated, guard = m.group(1) == "!", m.group(2)
+        parts = parts[1].split(None, 1) if len(parts) > 1 else []
+        if not parts:
+            raise ParseError(f"{where}: expected an opcode after the guard")
+    opcode = parts[0]
+    if not _OPCODE_RE.match(opcode):
+        raise ParseError(f"{where}: bad opcode {opcode!r}")
+    operands = tuple(_parse_operand(t, where) for t in _split_operands(parts[1] if len(parts) > 1 else ""))
+    ins = Instruction(opcode, defs, operands, guard, negated)
+    _check_shape(ins, where)
+    return ins
+
+
+def _check_shape(ins: Instruction, where: str) -> None:
+    shapes = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exit")}
+    if ins.opcode in shapes:
+        count, form = shapes[ins.opcode]
+        if len(ins.operands) != count or ins.defs:
+            raise ParseError(f"{where}: expected '{form}'")
+        labels = ins.operands[1:] if ins.opcode == "cbr" else ins.operands
+        if any(not isinstance(op, Imm) or not _NAME_RE.match(op.text) for op in labels):
+            raise ParseError(f"{where}: expected '{form}' with block labels")
+        if ins.opcode == "cbr" and not isinstance(ins.operands[0], Use):
+            raise ParseError(f"{where}: expected '{form}' with a predicate value first")
+
+
+class _Builder:
+    """Accumulates blocks while parsing; checks the structure line by line."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.name: str | None = None
+        self.blocks: list[tuple[str, list[Instruction], int]] = []
+        self.types: dict[str, tuple[str, int]] = {}
+        self.uses: list[tuple[str, int]] = []
+        self.branches: list[tuple[str, int]] = []
+        self.guards: list[tuple[str, int]] = []
+
+    def where(self, lineno: int) -> str:
+        return f"{self.source} line {lineno}"
+
+    def directive(self, line: str, lineno: int) -> None:
+        word, _, arg = line.partition(" ")
+        arg = arg.strip()
+        if word not in (".kernel", ".block") or not _NAME_RE.match(arg):
+            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME' or '.block NAME', got {line!r}")
+        if word == ".kernel":
+            if self.name is not None:
+                raise ParseError(f"{self.where(lineno)}: a second '.kernel' line")
+            self.name = arg
+            return
+        if self.name is None:
+            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME' before the first block")
+        if any(b[0] == arg for b in self.blocks):
+            raise ParseError(f"{self.where(lineno)}: block {arg!r} is defined twice")
+        self.blocks.append((arg, [], lineno))
+
+    def instruction(self, line: str, lineno: int) -> None:
+        where = self.where(lineno)
+        if not self.blocks:
+            raise ParseError(f"{where}: instruction before the first '.block'")
+        body = self.blocks[-1][1]
+        if body and body[-1].is_terminator:
+            raise ParseError(f"{where}: instruction after the terminator '{body[-1].opcode}' of block {self.blocks[-1][0]!r}")
+        ins = parse_instruction(line, where)
+        for d in ins.defs:
+            known = self.types.setdefault(d.name, (d.type, lineno))
+            if known[0] != d.type:
+                raise ParseError(f"{where}: %{d.name} is defined as {d.type} here but as {known[0]} on line {known[1]}")
+        self.uses.extend((u, lineno) for u in ins.uses)
+        self.branches.extend((t, lineno) for t in ins.targets)
+        if ins.guard is not None:
+            self.guards.append((ins.guard, lineno))
+        if ins.opcode == "cbr":
+            self.guards.append((ins.operands[0].name, lineno))
+        body.append(ins)
+
+    def finish(self) -> Program:
+        if self.name is None:
+            raise ParseError(f"{self.source}: empty program, expected '.kernel NAME'")
+        if not self.blocks:
+            raise ParseError(f"{self.source}: program {self.name!r} has no '.block'")
+        labels = {b[0] for b in self.blocks}
+        for name, lineno in self.uses:
+            if name not in self.types:
+                raise ParseError(f"{self.where(lineno)}: %{name} is used but never defined")
+        for name, lineno in self.guards:
+            if self.types[name][0] != "pred":
+                raise ParseError(f"{self.where(lineno)}: %{name} is {self.types[name][0]}, a predicate (pred) is needed here")
+        for label, lineno in self.branches:
+            if label not in labels:
+                raise ParseError(f"{self.where(lineno)}: branch to unknown block {label!r}")
+        return Program(self.name, tuple(Block(n, tuple(body)) for n, body, _ in self.blocks))
+
+
+def parse(text: str, source: str = "<program>") -> Program:
+    """Parse the text form of a program.
+
+    Blank lines and lines starting with ``//`` are ignored.
+
+    Raises
+    ------
+    ParseError
+        naming ``source``, the line and what was expected.
+
+    Examples
+    --------
+    >>> parse(".kernel k\\n.block b\\n  %x:f33 = mov 1\\n", "k.txt")
+    Traceback (most recent call last):
+    ...
+    engine.errors.ParseError: k.txt line 3: unknown type 'f33' of %x (known: f16x2, f32, f64, i32, pred, u64)
+    """
+    builder = _Builder(source)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("//"):
+            continue
+        if line.startswith("."):
+            builder.directive(line, lineno)
+        else:
+            builder.instruction(line, lineno)
+    return builder.finish()
+
+
+def successors(program: Program) -> list[list[int]]:
+    """Successor block indices of each block (fall-through included).
+
+    Examples
+    --------
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block b\\n  exit\\n")
+    >>> successors(p)
+    [[1], []]
+    """
+    index = {b.name: i for i, b in enumerate(program.blocks)}
+    succ = []
+    for i, b in enumerate(program.blocks):
+        last = b.instructions[-1] if b.instructions else None
+        if last is not None and last.is_terminator:
+            succ.append(list(dict.fromkeys(index[t] for t in last.targets)))
+        else:
+            succ.append([i + 1] if i + 1 < len(program.blocks) else [])
+    return succ
+
+
+def replace_blocks(program: Program, blocks) -> Program:
+    """A program with the same name and new blocks (values re-collected)."""
+    return Program(program.name, tuple(blocks))

@@ -1,0 +1,247 @@
+"""Liveness, live segments, intervals and register pressure of a program.
+
+Invariant (DESIGN.md's convention): a value is live from just after a
+definition to its last use, so a result may take the register of an operand
+whose last use it is. Positions number the two moments of instruction ``i``:
+``2*i`` when it reads its operands and ``2*i+1`` when it writes its results.
+A *segment* is a maximal run of positions inside one block where a value is
+live; a value defined and never used gets the one-position segment of its
+definition. The pressure at ``i`` is the width of the values covering
+position ``2*i+1``: the values live after ``i`` plus the results of ``i``
+that are never used. Predicate values (width 0) are tracked but never count.
+
+Liveness is an iterative backward data-flow over the control-flow graph, so
+a value defined before a loop and used after it is live across the back
+edge. A guarded (``@%p``) definition does not kill the value: the old value
+must survive when the guard is false.
+
+Examples
+--------
+>>> from engine.ir import parse
+>>> a = analyze(parse('''.kernel k
+... .block entry
+...   %x:f32 = mov 1
+...   %y:f32 = mov 2
+...   %z:f32 = add %x, %y
+...   %w:u64 = mov 3
+...   st.global %w, 0, %z
+...   exit
+... '''))
+>>> a.pressure.tolist(), a.maxlive, a.peak
+([1, 2, 1, 3, 0, 0], 3, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from engine.ir import Program, successors
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """Everything the allocators and the views need about one program.
+
+    Attributes
+    ----------
+    program : the analysed program
+    names : value names, indexed by value number (first-definition order)
+    widths : register width of each value (0 for predicates)
+    seg_value, seg_start, seg_end : the live segments (positions inclusive)
+    start, end : each value's interval on the linear order (hull of its segments)
+    pressure : 32-bit registers live at each instruction
+    loop_depth : loop nesting depth of each instruction
+    undefined : values live on entry, i.e. read before any definition on some path
+    """
+
+    program: Program
+    names: tuple[str, ...]
+    widths: np.ndarray
+    seg_value: np.ndarray
+    seg_start: np.ndarray
+    seg_end: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    pressure: np.ndarray
+    loop_depth: np.ndarray
+    undefined: tuple[str, ...]
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Value number of each name."""
+        return {n: i for i, n in enumerate(self.names)}
+
+    @property
+    def maxlive(self) -> int:
+        """The largest pressure (0 for an empty program)."""
+        return int(self.pressure.max()) if len(self.pressure) else 0
+
+    @property
+    def peak(self) -> int:
+        """The first instruction where the pressure reaches MAXLIVE."""
+        return int(self.pressure.argmax()) if len(self.pressure) else 0
+
+    @cached_property
+    def interference(self):
+        """The interference graph (see :mod:`engine.interference`)."""
+        from engine.interference import build_interference
+
+        return build_interference(self)
+
+    @cached_property
+    def spill_weight(self) -> np.ndarray:
+        """Uses and definitions of each value, each weighted by 10**loop depth."""
+        weight = np.zeros(len(self.names))
+        for i, ins in enumerate(self.program.instructions):
+            w = 10.0 ** int(self.loop_depth[i])
+            for name in ins.uses + tuple(d.name for d in ins.defs):
+                weight[self.index[name]] += w
+        return weight
+
+    def live_at(self, instruction: int) -> list[str]:
+        """Names of the values counted in the pressure at ``instruction``, sorted."""
+        pos = 2 * instruction + 1
+        hit = (self.seg_start <= pos) & (self.seg_end >= pos)
+        return sorted({self.names[v] for v in self.seg_value[hit] if self.widths[v] > 0})
+
+    @cached_property
+    def segments(self) -> dict[str, list[tuple[int, int]]]:
+        """Each value's live segments as (start, end) positions, in order."""
+        out: dict[str, list[tuple[int, int]]] = {n: [] for n in self.names}
+        order = np.lexsort((self.seg_start, self.seg_value))
+        for v, s, e in zip(self.seg_value[order].tolist(), self.seg_start[order].tolist(), self.seg_end[order].tolist()):
+            out[self.names[v]].append((s, e))
+        return out
+
+    def live_positions(self, value: str) -> list[tuple[int, int]]:
+        """The segments of one value as (start, end) positions, in order."""
+        return self.segments[value]
+
+
+def _block_sets(program: Program, index: dict[str, int]):
+    """Upward-exposed uses and killed values of each block, as bit sets."""
+    gen, kill = [], []
+    for b in program.blocks:
+        g = k = 0
+        for ins in reversed(b.instructions):
+            for d in ins.defs:
+                bit = 1 << index[d.name]
+                if ins.guard is None:
+                    g &= ~bit
+                    k |= bit
+            for u in ins.uses:
+                g |= 1 << index[u]
+        gen.append(g)
+        kill.append(k)
+    return gen, kill
+
+
+def block_liveness(program: Program, index: dict[str, int]) -> tuple[list[int], list[int]]:
+    """Live-in and live-out bit sets of every block, by iterative data-flow."""
+    succ = successors(program)
+    gen, kill = _block_sets(program, index)
+    n = len(program.blocks)
+    live_in, live_out = [0] * n, [0] * n
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(range(n)):
+            out = 0
+            for s in succ[b]:
+                out |= live_in[s]
+            new_in = gen[b] | (out & ~kill[b])
+            if out != live_out[b] or new_in != live_in[b]:
+                live_out[b], live_in[b], changed = out, new_in, True
+    return live_in, live_out
+
+
+def _bits(x: int):
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+def _block_segments(program: Program, index, live_out, segs) -> None:
+    """Walk each block backwards, closing a segment at each killing definition."""
+    for b, first in zip(range(len(program.blocks)), program.block_starts):
+        block = program.blocks[b]
+        last = first + len(block.instructions) - 1
+        open_end = {v: 2 * last + 1 for v in _bits(live_out[b])}
+        for i in range(last, first - 1, -1):
+            ins = block.instructions[i - first]
+            for d in ins.defs:
+                v = index[d.name]
+                if v not in open_end:
+                    segs.append((v, 2 * i + 1, 2 * i + 1))
+                elif ins.guard is None:
+                    segs.append((v, 2 * i + 1, open_end.pop(v)))
+            for u in ins.uses:
+                open_end.setdefault(index[u], 2 * i)
+        segs.extend((v, 2 * first, e) for v, e in open_end.items())
+
+
+def loop_depths(program: Program) -> np.ndarray:
+    """Loop nesting depth of every instruction, from natural loops of back edges."""
+    succ = successors(program)
+    depth_of_block = np.zeros(len(program.blocks), dtype=np.int64)
+    if program.blocks:
+        cfg = nx.DiGraph()
+        cfg.add_nodes_from(range(len(program.blocks)))
+        cfg.add_edges_from((b, s) for b, ss in enumerate(succ) for s in ss)
+        idom = nx.immediate_dominators(cfg, 0)
+        for tail, head in cfg.edges:
+            if _dominates(idom, head, tail):
+                body = {head, tail}
+                if tail != head:
+                    body |= nx.ancestors(cfg.subgraph(n for n in cfg if n != head), tail)
+                depth_of_block[list(body)] += 1
+    sizes = [len(b.instructions) for b in program.blocks]
+    return np.repeat(depth_of_block, sizes)
+
+
+def _dominates(idom: dict, a: int, b: int) -> bool:
+    while True:
+        if a == b:
+            return True
+        up = idom.get(b)
+        if up is None or up == b:
+            return False
+        b = up
+
+
+def analyze(program: Program) -> Analysis:
+    """Liveness, segments, intervals and pressure of ``program``."""
+    names = tuple(program.values)
+    index = {n: i for i, n in enumerate(names)}
+    widths = np.array([program.values[n].width for n in names], dtype=np.int64)
+    live_in, live_out = block_liveness(program, index)
+    segs: list[tuple[int, int, int]] = []
+    _block_segments(program, index, live_out, segs)
+    seg = np.array(segs, dtype=np.int64).reshape(-1, 3)
+    seg_value, seg_start, seg_end = seg[:, 0], seg[:, 1], seg[:, 2]
+    n_ins = len(program.instructions)
+    start = np.full(len(names), 2 * n_ins, dtype=np.int64)
+    end = np.full(len(names), -1, dtype=np.int64)
+    np.minimum.at(start, seg_value, seg_start)
+    np.maximum.at(end, seg_value, seg_end)
+    return Analysis(
+        program=program, names=names, widths=widths,
+        seg_value=seg_value, seg_start=seg_start, seg_end=seg_end,
+        start=start, end=end,
+        pressure=_pressure(n_ins, widths, seg_value, seg_start, seg_end),
+        loop_depth=loop_depths(program),
+        undefined=tuple(names[v] for v in _bits(live_in[0])) if program.blocks else (),
+    )
+
+
+def _pressure(n_ins, widths, seg_value, seg_start, seg_end) -> np.ndarray:
+    diff = np.zeros(2 * n_ins + 2, dtype=np.int64)
+    w = widths[seg_value]
+    np.add.at(diff, seg_start, w)
+    np.add.at(diff, seg_end + 1, -w)
+    return np.cumsum(diff)[1 : 2 * n_ins : 2]

@@ -1,0 +1,225 @@
+"""Plans: a program, its register assignment and spill slots, and their files.
+
+Invariant: a :class:`Plan` is immutable; :func:`load_plan` returns only
+plans whose file is well formed and whose assignment passes
+:func:`engine.verify.static_conflicts`, and otherwise raises a one-line
+:class:`PlanError` naming the file, the field or value, the instruction and
+the register at fault. Writes are atomic (temporary file, then rename).
+
+Examples
+--------
+>>> from engine.ir import parse
+>>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
+>>> plan = Plan(p, {"x": (0,)}, {}, 8, "hand")
+>>> plan_from_dict(plan_to_dict(plan)) == plan
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from engine.errors import InterpreterError, PlanError, RegtuneError
+from engine.interp import run
+from engine.ir import Program, parse, print_program
+from engine.liveness import analyze
+from engine.spill import spill_code_of
+from engine.verify import static_conflicts
+
+FORMAT = "regtune-plan"
+VERSION = 1
+#: NVIDIA's limit of 32-bit registers per thread, the default budget.
+MAX_REGISTERS = 255
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A register plan for one program.
+
+    Attributes
+    ----------
+    program : the program, spill code included
+    assignment : value name -> register indices (every non-predicate value)
+    spills : spilled value name -> local-memory slot
+    budget : registers per thread the plan may use (maxrregcount)
+    allocator : the allocator's name, or "hand" for edited plans
+    workload, options : where the program came from (JSON-ready)
+    predicted, measured : figures (JSON-ready)
+    """
+
+    program: Program
+    assignment: dict
+    spills: dict
+    budget: int
+    allocator: str
+    workload: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    predicted: dict = field(default_factory=dict)
+    measured: dict = field(default_factory=dict)
+
+    def with_(self, **changes) -> "Plan":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+def registers_used(assignment: dict) -> int:
+    """Highest register index in use plus one (0 for an empty assignment)."""
+    return max((r for regs in assignment.values() for r in regs), default=-1) + 1
+
+
+def _moves(program: Program, assignment: dict) -> int:
+    count = 0
+    for ins in program.instructions:
+        if ins.opcode == "mov" and ins.defs and len(ins.uses) == 1 and ins.guard is None:
+            if assignment.get(ins.defs[0].name) != assignment.get(ins.uses[0]):
+                count += 1
+    return count
+
+
+def predict(plan: Plan) -> dict:
+    """The plan's predicted figures (computed, never copied).
+
+    ``spill_*_executed`` count the spill instructions run by the interpreter
+    on seed 0; where that run cannot finish, they are None and
+    ``executed_note`` says why.
+    """
+    analysis = analyze(plan.program)
+    spill_ins, _ = spill_code_of(plan.program, plan.spills)
+    stores = sorted(i for i in spill_ins if plan.program.instructions[i].opcode == "st.local")
+    loads = sorted(i for i in spill_ins if plan.program.instructions[i].opcode == "ld.local")
+    out = {
+        "registers": registers_used(plan.assignment),
+        "maxlive": analysis.maxlive,
+        "peak_instruction": analysis.peak,
+        "spilled_values": len(plan.spills),
+        "spill_stores": len(stores),
+        "spill_loads": len(loads),
+        "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
+        "moves": _moves(plan.program, plan.assignment),
+    }
+    try:
+        executed = run(plan.program, 0, registers=plan.assignment).executed
+        out["spill_stores_executed"] = sum(executed[i] for i in stores)
+        out["spill_loads_executed"] = sum(executed[i] for i in loads)
+    except InterpreterError as exc:
+        out.update(spill_stores_executed=None, spill_loads_executed=None, executed_note=str(exc))
+    return out
+
+
+def plan_to_dict(plan: Plan) -> dict:
+    """The JSON object of DESIGN.md's plan format."""
+    order = {name: i for i, name in enumerate(plan.program.values)}
+    return {
+        "format": FORMAT, "version": VERSION,
+        "workload": plan.workload, "options": plan.options,
+        "allocator": plan.allocator, "budget": plan.budget,
+        "program": print_program(plan.program),
+        "assignment": {n: list(plan.assignment[n]) for n in sorted(plan.assignment, key=lambda n: (order.get(n, len(order)), n))},
+        "spills": {n: plan.spills[n] for n in sorted(plan.spills, key=lambda n: (order.get(n, len(order)), n))},
+        "predicted": plan.predicted, "measured": plan.measured,
+    }
+
+
+def write_plan(plan: Plan, path) -> Path:
+    """Write ``plan`` as JSON, atomically."""
+    return write_text_atomic(path, json.dumps(plan_to_dict(plan), indent=1) + "\n")
+
+
+def write_text_atomic(path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _field(data: dict, key: str, kind, source: str, default=None):
+    if key not in data:
+        if default is not None:
+            return default
+        raise PlanError(f"{source}: missing field {key!r}")
+    value = data[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise PlanError(f"{source}: field {key!r} must be {_KIND_NAMES[kind]}, got {_short(value)}")
+    return value
+
+
+_KIND_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "a list"}
+
+
+def _short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _registers(name: str, regs, source: str) -> tuple[int, ...]:
+    if not isinstance(regs, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in regs):
+        raise PlanError(f"{source}: assignment of %{name} must be a list of register numbers, got {_short(regs)}")
+    return tuple(regs)
+
+
+def _slot(name: str, slot, source: str) -> int:
+    if not isinstance(slot, int) or isinstance(slot, bool) or slot < 0:
+        raise PlanError(f"{source}: spill slot of %{name} must be a non-negative integer, got {_short(slot)}")
+    return slot
+
+
+def plan_from_dict(data, source: str = "<plan>") -> Plan:
+    """Check and build a plan from its JSON object (see module invariant)."""
+    if not isinstance(data, dict):
+        raise PlanError(f"{source}: a plan must be a JSON object, got {_short(data)}")
+    if data.get("format") != FORMAT:
+        raise PlanError(f"{source}: field 'format' must be {FORMAT!r}, got {_short(data.get('format'))}")
+    if data.get("version") != VERSION or isinstance(data.get("version"), bool):
+        raise PlanError(f"{source}: unsupported plan version {_short(data.get('version'))} (this RegTune reads {VERSION})")
+    budget = _field(data, "budget", int, source)
+    if budget < 1:
+        raise PlanError(f"{source}: field 'budget' must be at least 1, got {budget}")
+    try:
+        program = parse(_field(data, "program", str, source), f"{source} program")
+    except PlanError:
+        raise
+    except RegtuneError as exc:
+        raise PlanError(str(exc)) from None
+    assignment = {n: _registers(n, r, source) for n, r in _field(data, "assignment", dict, source).items()}
+    spills = {n: _slot(n, s, source) for n, s in _field(data, "spills", dict, source, {}).items()}
+    plan = Plan(program, assignment, spills, budget, _field(data, "allocator", str, source),
+                _field(data, "workload", dict, source, {}), _field(data, "options", dict, source, {}),
+                _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
+    check_plan(plan, source)
+    return plan
+
+
+def check_plan(plan: Plan, source: str = "<plan>") -> None:
+    """Raise :class:`PlanError` with the first violation, if any."""
+    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
+    if conflicts:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise PlanError(f"{source}: {conflicts[0].message}{more}")
+
+
+def load_plan(path) -> Plan:
+    """Read and check a plan file (see module invariant)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+    return plan_from_dict(data, str(path))

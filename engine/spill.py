@@ -1,0 +1,163 @@
+"""Spill code: insert it for chosen values, and strip it to recover the original.
+
+Invariant: ``remove_spill_code(insert_spill_code(p, slots), slots) == p``.
+Spill code is ordinary instructions in a canonical place: a store
+``st.local SLOT, %v`` right after each definition of ``v`` and a reload
+``%v.rK:T = ld.local SLOT`` right before each instruction that reads ``v``
+(K counts reloads of ``v`` in program order from 1). The first definition
+of ``v`` keeps its name; each later one is renamed ``v.dK``, so every piece
+of a spilled value lives for one instruction and nothing spans a loop. A
+guarded definition first reloads its own name, so the old value survives
+when the guard is false.
+
+Examples
+--------
+>>> from engine.ir import parse
+>>> p = parse('''.kernel k
+... .block entry
+...   %x:f32 = mov 1
+...   %y:f32 = add %x, %x
+...   st.global %y, 0, %x
+...   exit
+... ''')
+>>> s = insert_spill_code(p, {"x": 0})
+>>> print(s, end="")
+.kernel k
+.block entry
+  %x:f32 = mov 1
+  st.local 0, %x
+  %x.r1:f32 = ld.local 0
+  %y:f32 = add %x.r1, %x.r1
+  %x.r2:f32 = ld.local 0
+  st.global %y, 0, %x.r2
+  exit
+>>> remove_spill_code(s, {"x": 0}) == p
+True
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
+
+
+def reload_name(value: str, k: int) -> str:
+    """Name of the k-th reload of ``value``."""
+    return f"{value}.r{k}"
+
+
+def _store(value: Value, slot: int) -> Instruction:
+    return Instruction("st.local", (), (Imm(str(slot)), Use(value.name)))
+
+
+def _reload(name: str, type_: str, slot: int) -> Instruction:
+    return Instruction("ld.local", (Value(name, type_),), (Imm(str(slot)),))
+
+
+def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
+    """``program`` with the values in ``slots`` kept in local memory between uses."""
+    counters = {v: 0 for v in slots}
+    taken = set(program.values)
+    defined: set[str] = set()
+
+    def fresh(v: str, kind: str) -> str:
+        while True:
+            counters[v] += 1
+            name = f"{v}.{kind}{counters[v]}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    def def_name(v: str) -> str:
+        if v in defined:
+            return fresh(v, "d")
+        defined.add(v)
+        return v
+
+    blocks = []
+    for b in program.blocks:
+        body: list[Instruction] = []
+        for ins in b.instructions:
+            body.extend(_spill_one(ins, slots, program, fresh, def_name))
+        blocks.append(Block(b.name, tuple(body)))
+    return replace_blocks(program, blocks)
+
+
+def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> list[Instruction]:
+    before, renamed = [], {}
+    for name in dict.fromkeys(u for u in ins.uses if u in slots):
+        renamed[name] = fresh(name, "r")
+        before.append(_reload(renamed[name], program.values[name].type, slots[name]))
+    operands = tuple(Use(renamed.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
+    defs = tuple(Value(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
+    spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
+    if ins.guard is not None:
+        before.extend(_reload(d.name, d.type, slot) for d, slot in spilled)
+    after = [_store(d, slot) for d, slot in spilled]
+    return before + [Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated)] + after
+
+
+def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
+    """Linear indices of the spill instructions, and the value each renamed copy stands for.
+
+    Copies are the reloads ``v.rK`` and the later definitions ``v.dK`` of a
+    spilled value ``v``.
+    """
+    by_slot = {str(slot): v for v, slot in spills.items()}
+    indices, origin = set(), {}
+
+    def copy_of(v: str, name: str) -> bool:
+        if name == v:
+            return True
+        if re.fullmatch(re.escape(v) + r"\.[rd]\d+", name):
+            origin[name] = v
+            return True
+        return False
+
+    for i, ins in enumerate(program.instructions):
+        if not ins.operands or not isinstance(ins.operands[0], Imm):
+            continue
+        v = by_slot.get(ins.operands[0].text)
+        if v is None:
+            continue
+        if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+            if copy_of(v, ins.operands[1].name):
+                indices.add(i)
+        elif ins.opcode == "ld.local" and len(ins.defs) == 1 and len(ins.operands) == 1 and copy_of(v, ins.defs[0].name):
+            indices.add(i)
+    return indices, origin
+
+
+def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
+    """The program before spill code was inserted for ``spills``."""
+    drop, origin = spill_code_of(program, spills)
+    blocks, at = [], 0
+    for b in program.blocks:
+        body = []
+        for ins in b.instructions:
+            if at not in drop:
+                body.append(_rename(ins, origin))
+            at += 1
+        blocks.append(Block(b.name, tuple(body)))
+    return replace_blocks(program, blocks)
+
+
+def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
+    if not any(n in origin for n in ins.uses + tuple(d.name for d in ins.defs)):
+        return ins
+    operands = tuple(Use(origin.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
+    defs = tuple(Value(origin.get(d.name, d.name), d.type) for d in ins.defs)
+    return Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated)
+
+
+def first_free_slot(program: Program) -> int:
+    """A local-memory slot number above every numeric one the program uses."""
+    used = [-1]
+    for ins in program.instructions:
+        if ins.opcode.startswith(("ld.local", "st.local")) and ins.operands and isinstance(ins.operands[0], Imm):
+            try:
+                used.append(int(ins.operands[0].text, 0))
+            except ValueError:
+                pass
+    return max(used) + 1

@@ -1,0 +1,121 @@
+"""Allocator invariants across every strategy, checked statically and by execution."""
+
+import collections
+
+import pytest
+from hypothesis import event, given, note
+from hypothesis import strategies as st
+
+from engine.allocators import ALLOCATORS, allocate
+from engine.errors import AllocationError, VerificationError
+from engine.ir import parse
+from engine.liveness import analyze
+from engine.plan import registers_used
+from engine.verify import static_conflicts, verify_execution
+from tests.engine.strategies import programs
+
+STRATEGIES = sorted(ALLOCATORS)
+BUDGETS = [255, 16, 10, 8]
+
+
+def verify_plan(plan):
+    """Both proofs: the validity rules and execution on random inputs."""
+    assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
+    verify_execution(plan.program, plan.assignment, plan.spills)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@given(program=programs(), budget=st.sampled_from(BUDGETS))
+def test_every_allocator_is_correct_on_random_programs(name, program, budget):
+    plan = allocate(name, program, budget)
+    note(str(plan.program))
+    event("spilled" if plan.spills else "no spill")
+    event(f"{len(program.blocks)} blocks" if len(program.blocks) < 4 else "4+ blocks")
+    verify_plan(plan)
+    assert plan.allocator == name
+    assert plan.predicted["registers"] <= budget
+    assert set(plan.spills) <= set(plan.program.values)
+    assert bool(plan.spills) == (plan.predicted["spill_stores"] > 0)
+
+
+@pytest.mark.parametrize("name", ["linear-scan", "chaitin-briggs"])
+@given(program=programs(mixed=False, control=False, holes=False), budget=st.sampled_from([255, 32, 12]))
+def test_interval_graphs_colour_with_maxlive_registers(name, program, budget):
+    maxlive = analyze(program).maxlive
+    plan = allocate(name, program, budget)
+    if maxlive <= budget:
+        assert plan.spills == {}
+        assert plan.predicted["registers"] == maxlive
+    else:
+        assert plan.spills
+
+
+@given(program=programs(mixed=False, control=False, holes=False))
+def test_dsatur_excess_over_maxlive_is_recorded(program):
+    plan = allocate("dsatur", program)
+    excess = plan.predicted["registers"] - analyze(program).maxlive
+    event(f"dsatur registers - MAXLIVE = {excess}")
+    assert excess >= 0
+
+
+def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
+    """The distribution of dsatur's excess over 200 seeded programs, printed for the record."""
+    counts = collections.Counter()
+
+    @given(programs(mixed=False, control=False, holes=False))
+    def sample(program):
+        counts[allocate("dsatur", program).predicted["registers"] - analyze(program).maxlive] += 1
+
+    from hypothesis import settings
+
+    settings(max_examples=200, derandomize=True, database=None)(sample)()
+    with capsys.disabled():
+        print(f"\n  dsatur registers - MAXLIVE over {sum(counts.values())} straight-line programs: {dict(sorted(counts.items()))}")
+    assert min(counts) >= 0
+
+
+@given(programs(mixed=True))
+def test_naive_never_reuses_a_register_when_everything_fits(program):
+    plan = allocate("naive", program)
+    if not plan.spills:
+        regs = [r for v in plan.assignment.values() for r in v]
+        assert len(regs) == len(set(regs))
+        assert registers_used(plan.assignment) >= analyze(program).maxlive
+
+
+@given(program=programs(), budget=st.sampled_from([16, 10]))
+def test_spill_loop_ends_with_every_value_in_registers_of_its_width(program, budget):
+    # The spill loop must terminate and never leave a value without a register.
+    for name in STRATEGIES:
+        plan = allocate(name, program, budget)
+        assert all(plan.program.values[n].width == len(r) for n, r in plan.assignment.items())
+
+
+def test_unknown_allocator_is_rejected_before_any_work():
+    with pytest.raises(AllocationError, match=r"unknown allocator 'greedy' \(known: chaitin-briggs, dsatur, linear-scan, naive\)"):
+        allocate("greedy", None)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_budget_below_one_instructions_needs_names_the_instruction(name):
+    program = parse(".kernel k\n.block b\n  %p:u64 = param P\n  %x:f32 = mov 1\n  %y:f32 = fma %x, %x, %x\n  st.global %p, 0, %y\n  exit\n")
+    with pytest.raises(AllocationError, match=r"a budget of 2 registers is too small for k: %.* gets no register at instruction \d+"):
+        allocate(name, program, 2)
+
+
+def test_wrong_assignment_is_caught_by_execution_as_well():
+    program = parse(".kernel k\n.block b\n  %p:u64 = param P\n  %x:f32 = mov 1\n  %y:f32 = mov 2\n  st.global %p, 0, %x\n  st.global %p, 4, %y\n  exit\n")
+    bad = {"p": (0, 1), "x": (2,), "y": (2,)}
+    assert [c.kind for c in static_conflicts(program, bad, {}, 8)] == ["overlap"]
+    with pytest.raises(VerificationError, match=r"seed 0: store #0 wrote 0x2 to global\[.*\], the original program wrote 0x1"):
+        verify_execution(program, bad, {})
+
+
+def test_sixty_four_bit_values_get_even_pairs():
+    program = parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %p:u64 = param P\n  %d:f64 = cvt %x\n  st.global %p, 0, %d\n  st.global %p, 0, %x\n  exit\n")
+    for name in STRATEGIES:
+        plan = allocate(name, program)
+        for v in ("p", "d"):
+            r = plan.assignment[v]
+            assert r[0] % 2 == 0 and r[1] == r[0] + 1
+        verify_plan(plan)

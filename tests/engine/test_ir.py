@@ -1,0 +1,105 @@
+"""IR text form: exact round trips, and parse errors that name the line."""
+
+import pytest
+from hypothesis import given
+
+from engine.errors import ParseError
+from engine.ir import Program, parse, print_program, successors
+from tests.engine.strategies import program_texts
+
+DESIGN_EXAMPLE = """.kernel gemm_m1n1k2
+.block entry
+  %pa:u64 = param A
+  %pb:u64 = param B
+  %pc:u64 = param C
+  %a_0_0:f32 = ld.global %pa, 0
+  %b_0_0:f32 = ld.global %pb, 0
+  %acc_0_0:f32 = mul %a_0_0, %b_0_0
+  %a_0_1:f32 = ld.global %pa, 4
+  %b_1_0:f32 = ld.global %pb, 4
+  %acc_0_0:f32 = fma %a_0_1, %b_1_0, %acc_0_0
+  st.global %pc, 0, %acc_0_0
+  exit
+"""
+
+EVERY_FORM = """.kernel forms
+.block entry
+  %p:u64 = param P
+  %x:f32, %y:f32 = ld.global.v2 %p, 8
+  %h:f16x2 = cvt.rn.f16x2.f32 %x, %y
+  %d:f64 = cvt.f64.f32 %x
+  %q:pred = setp.lt %x, 0.5
+  %x:f32 = @%q mov %y
+  @!%q st.global %p, 0, %h
+  st.local 3, %d
+  %d.r1:f64 = ld.local 3
+  %z:f32 = shfl.sync.bfly.b32 %x, 16, 31, -1
+  cbr %q, tail, entry2
+.block entry2
+  br tail
+.block tail
+  st.global %p, 4, %z
+  exit
+"""
+
+
+@pytest.mark.parametrize("text", [DESIGN_EXAMPLE, EVERY_FORM])
+def test_golden_round_trip(text):
+    program = parse(text)
+    assert print_program(program) == text
+    assert parse(print_program(program)) == program
+
+
+def test_widths_and_values():
+    program = parse(EVERY_FORM)
+    widths = {n: v.width for n, v in program.values.items()}
+    assert widths == {"p": 2, "x": 1, "y": 1, "h": 1, "d": 2, "q": 0, "d.r1": 2, "z": 1}
+    assert successors(program) == [[2, 1], [2], []]
+
+
+@given(program_texts())
+def test_random_programs_round_trip(text):
+    program = parse(text)
+    assert print_program(program) == text
+    assert parse(print_program(program)) == program
+
+
+def test_comments_and_blank_lines_are_ignored():
+    commented = "// a comment\n\n" + DESIGN_EXAMPLE.replace("  exit\n", "\n  // done\n  exit\n")
+    assert parse(commented) == parse(DESIGN_EXAMPLE)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "k.txt: empty program, expected '.kernel NAME'"),
+        (".kernel k\n", "k.txt: program 'k' has no '.block'"),
+        (".kernel k\n  exit\n", "k.txt line 2: instruction before the first '.block'"),
+        (".kernel k\n.block b\n  %x:f33 = mov 1\n", "k.txt line 3: unknown type 'f33' of %x"),
+        (".kernel k\n.block b\n  %x:f32 = mov 1\n  %x:i32 = mov 2\n", "k.txt line 4: %x is defined as i32 here but as f32 on line 3"),
+        (".kernel k\n.block b\n  %x:f32 = add %y, 1\n", "k.txt line 3: %y is used but never defined"),
+        (".kernel k\n.block b\n  br nowhere\n", "k.txt line 3: branch to unknown block 'nowhere'"),
+        (".kernel k\n.block b\n  exit\n  exit\n", "k.txt line 4: instruction after the terminator 'exit' of block 'b'"),
+        (".kernel k\n.block b\n.block b\n", "k.txt line 3: block 'b' is defined twice"),
+        (".kernel k\n.block b\n  %x:f32 = mov 1\n  cbr %x, b, b\n", "k.txt line 4: %x is f32, a predicate (pred) is needed here"),
+        (".kernel k\n.block b\n  cbr 1, b, b\n", "k.txt line 3: expected 'cbr %p, L1, L2' with a predicate value first"),
+        (".kernel k\n.block b\n  x = mov 1\n", "k.txt line 3: expected a definition '%name:type', got 'x'"),
+        (".kernel k\n.block b\n  %x:f32 = @%p\n", "k.txt line 3: expected an opcode after the guard"),
+        (".kernel k\n.block b\n  %x:f32, %x:f32 = ld.global.v2 0\n", "k.txt line 3: a value is defined twice in one instruction"),
+        (".kernel k\n.kernel j\n", "k.txt line 2: a second '.kernel' line"),
+        (".kernel k\n.loop b\n", "k.txt line 2: expected '.kernel NAME' or '.block NAME'"),
+    ],
+)
+def test_parse_errors_name_the_line(text, message):
+    with pytest.raises(ParseError) as err:
+        parse(text, "k.txt")
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_program_is_immutable():
+    program = parse(DESIGN_EXAMPLE)
+    with pytest.raises(AttributeError):
+        program.name = "other"
+    assert isinstance(program, Program)
+    assert program.block_of(5) == 0 and program.block_starts == (0,)
