@@ -15,9 +15,10 @@ be applied at all (an unknown value, a move across a dependence) comes back
 Examples
 --------
 >>> from engine.ir import parse
->>> from engine.plan import Plan
+>>> from engine.plan import Plan, predict
 >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
 >>> plan = Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand")
+>>> plan = plan.with_(predicted=predict(plan))
 >>> r = apply_edit(plan, Assign("y", (0,)))
 >>> [c.message for c in r.conflicts]
 ['%x and %y share R0 while both live at instruction 1 (%y:f32 = mov 2)']
@@ -235,7 +236,7 @@ def move_problem(program: Program, index: int, to: int) -> str | None:
     if program.block_of(to) != b:
         return f"instruction {index} can move only within block {program.blocks[b].name!r}"
     ins = program.instructions[index]
-    passed = range(to, index) if to < index else range(index + 1, to + 1)
+    passed = range(index - 1, to - 1, -1) if to < index else range(index + 1, to + 1)
     for k in passed:
         why = dependence(ins, program.instructions[k])
         if why:

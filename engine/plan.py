@@ -187,7 +187,7 @@ def plan_from_dict(data, source: str = "<plan>") -> Plan:
     if budget < 1:
         raise PlanError(f"{source}: field 'budget' must be at least 1, got {budget}")
     try:
-        program = parse(_field(data, "program", str, source), f"{source} program")
+        program = parse(_field(data, "program", str, source), f"{source}: field 'program'")
     except PlanError:
         raise
     except RegtuneError as exc:

@@ -1,0 +1,176 @@
+"""Plan files: round trips, atomic writes, and loaders that reject bad input in one line."""
+
+import json
+import os
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from engine.allocators import allocate
+from engine.errors import RegtuneError
+from engine.ir import parse, print_program
+from engine.plan import FORMAT, Plan, load_plan, plan_from_dict, plan_to_dict, write_plan
+from engine.verify import static_conflicts, verify_execution
+from tests.engine.strategies import programs
+from tests.engine.test_ir import DESIGN_EXAMPLE
+
+
+@pytest.fixture
+def plan():
+    return allocate("chaitin-briggs", parse(DESIGN_EXAMPLE), 8)
+
+
+def test_round_trip_through_a_file(tmp_path, plan):
+    path = write_plan(plan, tmp_path / "p.json")
+    assert load_plan(path) == plan
+    data = json.loads(path.read_text())
+    assert data["format"] == FORMAT and data["version"] == 1
+    assert data["program"] == print_program(plan.program)
+    assert list(data["assignment"]) == list(plan.program.values)[: len(data["assignment"])]
+
+
+def test_write_is_atomic_and_leaves_no_temporary(tmp_path, plan):
+    path = tmp_path / "p.json"
+    path.write_text("old contents")
+    unserialisable = plan.with_(measured={"bad": object()})
+    with pytest.raises(TypeError):
+        write_plan(unserialisable, path)
+    assert path.read_text() == "old contents"
+    assert os.listdir(tmp_path) == ["p.json"]
+
+
+def _good(plan):
+    return plan_to_dict(plan)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(format="other"), "field 'format' must be 'regtune-plan', got 'other'"),
+        (lambda d: d.update(version=2), "unsupported plan version 2"),
+        (lambda d: d.pop("budget"), "missing field 'budget'"),
+        (lambda d: d.update(budget=True), "field 'budget' must be an integer, got true"),
+        (lambda d: d.update(budget=0), "field 'budget' must be at least 1, got 0"),
+        (lambda d: d.update(program=".kernel k\n.block b\n  %x:f99 = mov 1\n"), "field 'program' line 3: unknown type 'f99' of %x"),
+        (lambda d: d["assignment"].update(a_0_0=[1.5]), "assignment of %a_0_0 must be a list of register numbers, got [1.5]"),
+        (lambda d: d["assignment"].update(a_0_0=[9]), "%a_0_0 is in R9, outside the budget of 8 registers (R0-R7)"),
+        (lambda d: d["assignment"].update(pa=[1, 2]), "%pa is 64-bit and needs an even-aligned pair, not R1:R2"),
+        (lambda d: d["assignment"].update(pa=[0]), "%pa is 2 register(s) wide but has 1"),
+        (lambda d: d["assignment"].pop("pc"), "%pc has no register"),
+        (lambda d: d["assignment"].update(ghost=[0]), "%ghost has a register but the program never defines it"),
+        (lambda d: d["spills"].update(a_0_0=-1), "spill slot of %a_0_0 must be a non-negative integer, got -1"),
+        (lambda d: d["spills"].update(ghost=3), "spill slot 3 is for %ghost, which the program never defines"),
+    ],
+)
+def test_bad_fields_are_named(tmp_path, plan, mutate, message):
+    data = _good(plan)
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RegtuneError) as err:
+        load_plan(path)
+    assert str(err.value).startswith(f"{path}: ")
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_shared_register_names_values_instruction_and_register(tmp_path, plan):
+    data = _good(plan)
+    data["assignment"]["b_0_0"] = data["assignment"]["a_0_0"]
+    reg = data["assignment"]["a_0_0"][0]
+    path = tmp_path / "clash.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RegtuneError, match=rf"%a_0_0 and %b_0_0 share R{reg} while both live at instruction 4 \(%b_0_0:f32 = ld.global %pb, 0\)"):
+        load_plan(path)
+
+
+def test_missing_file_and_bad_json(tmp_path):
+    with pytest.raises(RegtuneError, match="nothing.json: no such file"):
+        load_plan(tmp_path / "nothing.json")
+    (tmp_path / "t.json").write_text('{"format": ')
+    with pytest.raises(RegtuneError, match=r"t.json: not valid JSON: Expecting value: line 1 column 12"):
+        load_plan(tmp_path / "t.json")
+
+
+def _mutations(data: dict):
+    """Strategies that damage a plan's JSON object in the ways files get damaged."""
+    keys = sorted(data)
+    junk = st.recursive(st.none() | st.booleans() | st.integers(-10, 300) | st.floats(allow_nan=False) | st.text(max_size=8),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                        max_leaves=6)
+    replace = st.tuples(st.just("replace"), st.sampled_from(keys), junk)
+    drop = st.tuples(st.just("drop"), st.sampled_from(keys), st.none())
+    reg = st.tuples(st.just("register"), st.sampled_from(sorted(data["assignment"])), st.lists(st.integers(-2, 12), max_size=3))
+    text = st.tuples(st.just("text"), st.integers(0, len(data["program"])), st.sampled_from(["", "%", "=", "\n", ":f32", "@", ","]))
+    return st.lists(st.one_of(replace, drop, reg, text), min_size=1, max_size=4)
+
+
+def _apply(data: dict, mutation) -> dict:
+    data = json.loads(json.dumps(data))
+    for kind, where, what in mutation:
+        if kind == "replace":
+            data[where] = what
+        elif kind == "drop":
+            data.pop(where, None)
+        elif kind == "register" and isinstance(data.get("assignment"), dict):
+            data["assignment"][where] = what
+        elif kind == "text" and isinstance(data.get("program"), str):
+            data["program"] = data["program"][:where] + what + data["program"][where + 1 :]
+    return data
+
+
+BASE = plan_to_dict(allocate("dsatur", parse(DESIGN_EXAMPLE), 8))
+
+
+@given(_mutations(BASE))
+def test_fuzzed_plan_objects_load_and_verify_or_are_rejected_with_a_named_fault(mutation):
+    data = _apply(BASE, mutation)
+    try:
+        plan = plan_from_dict(data, "fuzz.json")
+    except RegtuneError as exc:
+        event("rejected")
+        assert str(exc).startswith("fuzz.json")
+        assert "\n" not in str(exc)
+        return
+    event("accepted")
+    assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
+    verify_execution(plan.program, plan.assignment, plan.spills)
+
+
+@given(st.integers(0, len(json.dumps(BASE))), st.binary(max_size=4))
+def test_truncated_or_garbled_files_are_rejected_in_one_line(tmp_path_factory, cut, noise):
+    path = tmp_path_factory.mktemp("fuzz") / "cut.json"
+    path.write_bytes(json.dumps(BASE).encode()[:cut] + noise)
+    try:
+        load_plan(path)
+    except RegtuneError as exc:
+        assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+
+
+@given(programs(), st.integers(0, 400), st.sampled_from(["", "%", "=", ",", "@%", ":u64", "\n", ".block x\n", "br q\n", "1", "2", " ", "\n\n"]))
+def test_fuzzed_program_texts_parse_or_raise_a_regtune_error(program, at, insert):
+    text = print_program(program)
+    text = text[:at] + insert + text[at + 1 :]
+    try:
+        parsed = parse(text, "fuzz.txt")
+    except RegtuneError as exc:
+        event("rejected")
+        assert str(exc).startswith("fuzz.txt") and "\n" not in str(exc)
+        return
+    event("parsed")
+    assert parse(print_program(parsed)) == parsed
+    plan = allocate("linear-scan", parsed, 16) if not _undefined(parsed) else None
+    if plan is not None:
+        verify_execution(plan.program, plan.assignment, plan.spills)
+
+
+def _undefined(program):
+    from engine.liveness import analyze
+
+    return analyze(program).undefined
+
+
+def test_plan_is_a_value(plan):
+    assert plan == Plan(plan.program, dict(plan.assignment), dict(plan.spills), plan.budget, plan.allocator,
+                        predicted=dict(plan.predicted))

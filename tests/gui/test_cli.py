@@ -1,0 +1,103 @@
+"""The `regtune` command, run as a user runs it: the installed console script."""
+
+import json
+import os
+import subprocess
+import sys
+from importlib.resources import files
+
+import pytest
+
+REGTUNE = os.path.join(os.path.dirname(sys.executable), "regtune")
+EXAMPLE = str(files("resources") / "examples" / "gemm_m1n1k2.txt")
+LOOP = str(files("resources") / "examples" / "gemm_m1n1k2_loop.txt")
+
+
+def regtune(*args, cwd=None):
+    return subprocess.run([REGTUNE, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_analyze_prints_maxlive_and_its_peak():
+    r = regtune("analyze", EXAMPLE)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "gemm_m1n1k2: 11 instructions in 1 blocks, 8 values (+0 predicates)",
+        "MAXLIVE 8 registers at instruction 4: %b_0_0:f32 = ld.global %pb, 0",
+        "interference graph: 8 nodes, 19 edges",
+    ]
+
+
+def test_analyze_json():
+    r = regtune("analyze", LOOP, "--json")
+    data = json.loads(r.stdout)
+    assert data["maxlive"] == max(data["pressure"]) == 8
+    assert data["predicates"] == 1 and data["blocks"] == 3
+
+
+@pytest.mark.parametrize("allocator", ["naive", "linear-scan", "chaitin-briggs", "dsatur"])
+def test_allocate_then_check(tmp_path, allocator):
+    out = tmp_path / "plan.json"
+    r = regtune("allocate", LOOP, "--allocator", allocator, "--budget", "6", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"{allocator}: ") and f"-> {out}" in r.stdout
+    assert "verified by execution" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["allocator"] == allocator and data["budget"] == 6 and data["spills"]
+    r = regtune("check", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"{out}: valid {allocator} plan for gemm_m1n1k2:")
+
+
+def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
+    out = tmp_path / "plan.json"
+    regtune("allocate", EXAMPLE, "--allocator", "dsatur", "--out", str(out))
+    data = json.loads(out.read_text())
+    data["assignment"]["b_0_0"] = data["assignment"]["a_0_0"]
+    out.write_text(json.dumps(data))
+    r = regtune("check", str(out))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1
+    assert r.stderr.startswith(f"regtune: error: {out}: %a_0_0 and %b_0_0 share R")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["allocate", EXAMPLE, "--allocator", "greedy", "--out", "x.json"],
+         "regtune: error: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive)"),
+        (["analyze", "missing.txt"], "regtune: error: missing.txt: no such file"),
+        (["check", "missing.json"], "regtune: error: missing.json: no such file"),
+        (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "two", "--out", "x.json"],
+         "regtune: error: regtune allocate: argument --budget: invalid int value: 'two' (see --help)"),
+        (["frobnicate"], "regtune: error: regtune: argument COMMAND: invalid choice: 'frobnicate'"),
+        (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "2", "--out", "x.json"],
+         "regtune: error: a budget of 2 registers is too small for gemm_m1n1k2"),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(tmp_path, args, message):
+    r = regtune(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith(message)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_bad_program_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(".kernel k\n.block b\n  %x:f32 = add %nope, 1\n")
+    r = regtune("analyze", str(bad))
+    assert r.returncode == 2
+    assert r.stderr == f"regtune: error: {bad} line 3: %nope is used but never defined\n"
+
+
+@pytest.mark.parametrize("command", [[], ["analyze"], ["allocate"], ["check"]])
+def test_help_everywhere(command):
+    r = regtune(*command, "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: regtune")
+
+
+def test_headless_commands_never_import_qt():
+    code = ("import sys; from gui.cli import main; main(['analyze', %r]); "
+            "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))]" % EXAMPLE)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
