@@ -43,8 +43,8 @@ class Interference:
     Attributes
     ----------
     names, widths : as in the analysis (predicates have no edges)
-    edges : (E, 2) array of value numbers, each row u < v, rows sorted
-    indptr, indices : CSR adjacency, both directions
+    edges : (E, 2) array of value numbers, each row u < v, each pair once (rows unordered)
+    indptr, indices : CSR adjacency, both directions (neighbours unsorted)
     """
 
     names: tuple[str, ...]
@@ -107,16 +107,21 @@ def build_interference(analysis) -> Interference:
     u, v = seg_value[i], seg_value[j]
     distinct = u != v
     lo, hi = np.minimum(u, v)[distinct], np.maximum(u, v)[distinct]
-    codes = np.unique(lo * n + hi)
-    edges = np.stack([codes // n, codes % n], axis=1) if n else np.zeros((0, 2), np.int64)
-    return _csr(analysis.names, analysis.widths, edges)
+    # Only a value with several segments can meet another value twice.
+    several = np.bincount(seg_value, minlength=n) > 1
+    maybe_twice = several[lo] | several[hi]
+    codes = np.sort(lo[maybe_twice] * n + hi[maybe_twice])
+    codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
+    lo = np.concatenate([lo[~maybe_twice], codes // n]) if n else lo
+    hi = np.concatenate([hi[~maybe_twice], codes % n]) if n else hi
+    return _csr(analysis.names, analysis.widths, np.stack([lo, hi], axis=1))
 
 
 def _csr(names, widths, edges) -> Interference:
     n = len(names)
     src = np.concatenate([edges[:, 0], edges[:, 1]])
     dst = np.concatenate([edges[:, 1], edges[:, 0]])
-    order = np.lexsort((dst, src))
+    order = np.argsort(src.astype(np.uint16) if n < 1 << 16 else src, kind="stable")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
     return Interference(names, widths, edges, indptr, dst[order])

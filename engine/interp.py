@@ -8,6 +8,12 @@ pure function of the seed and its address, and every operation is a pure
 function of its opcode and operand bits, so two runs with one seed agree
 bit for bit unless the programs really differ.
 
+Both modes share one decoded form: a value is a tuple of 32-bit words.
+On virtual registers the words are keyed by value name; on physical
+registers by register number, so two values given one register really do
+overwrite each other, and a register never written reads as seed-dependent
+garbage.
+
 Semantics: integer arithmetic on the value's bits masked to its width
 (``add``, ``sub``, ``mul``, ``fma``, ``max``, ``mov``, ``cvt``), signed
 comparisons for ``setp.<cmp>``, a mixing hash for every other opcode
@@ -35,18 +41,21 @@ True
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass, field
 
 from engine.errors import InterpreterError
 from engine.ir import Imm, Instruction, Program
 
+MASK32 = 0xFFFFFFFF
 MASK64 = (1 << 64) - 1
-MASKS = {0: 1, 1: 0xFFFFFFFF, 2: MASK64}
+MASKS = {0: 1, 1: MASK32, 2: MASK64}
 _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
+OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(6)
 
 
 def mix(*words: int) -> int:
@@ -83,107 +92,172 @@ class Trace:
     executed: list[int] = field(default_factory=list)
 
 
-class VirtualRegisters:
-    """Values held by name (the original program's view)."""
-
-    def __init__(self, program: Program, seed: int):
-        self.values: dict[str, int] = {}
-
-    def read(self, name: str, where: str) -> int:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise InterpreterError(f"%{name} is read before any definition at {where}") from None
-
-    def write(self, name: str, width: int, value: int) -> None:
-        self.values[name] = value
+_FIXED = {
+    ("mov", 1): lambda ops, k, s: ops[0], ("cvt", 1): lambda ops, k, s: ops[0],
+    ("sub", 2): lambda ops, k, s: ops[0] - ops[1], ("mul", 2): lambda ops, k, s: ops[0] * ops[1],
+    ("fma", 3): lambda ops, k, s: ops[0] * ops[1] + ops[2],
+}
 
 
-class PhysicalRegisters:
-    """A 32-bit register file addressed through an assignment; predicates by name.
-
-    Registers start with seed-dependent garbage so a read of a register the
-    program never wrote cannot pass for a correct value.
-    """
-
-    def __init__(self, program: Program, seed: int, assignment: dict):
-        self.assignment = assignment
-        top = max((r for regs in assignment.values() for r in regs), default=-1) + 1
-        self.file = [mix(seed, 0xBAD, r) & 0xFFFFFFFF for r in range(top)]
-        self.preds: dict[str, int] = {}
-        self.widths = {n: v.width for n, v in program.values.items()}
-
-    def _regs(self, name: str, where: str):
-        try:
-            return self.assignment[name]
-        except KeyError:
-            raise InterpreterError(f"%{name} has no register in the assignment at {where}") from None
-
-    def read(self, name: str, where: str) -> int:
-        if self.widths[name] == 0:
-            return self.preds.get(name, 0)
-        regs = self._regs(name, where)
-        return sum(self.file[r] << (32 * k) for k, r in enumerate(regs))
-
-    def write(self, name: str, width: int, value: int) -> None:
-        if width == 0:
-            self.preds[name] = value
-            return
-        for k, r in enumerate(self._regs(name, f"the definition of %{name}")):
-            self.file[r] = (value >> (32 * k)) & 0xFFFFFFFF
+def _add(ops, k, s):
+    return sum(ops)
 
 
-class _Machine:
-    def __init__(self, program: Program, seed: int, regs):
-        self.program, self.seed, self.regs = program, seed, regs
+def _first(ops, k, s):
+    return ops[0]
+
+
+def _max(ops, k, s):
+    return max(_signed(x) for x in ops)
+
+
+def _compute(ins: Instruction):
+    """The function of operand bits an opcode computes (result k of the instruction)."""
+    base, _, modifier = ins.opcode.partition(".")
+    n = len(ins.operands)
+    fn = _FIXED.get((base, n))
+    if fn:
+        return fn
+    if base == "param":
+        tag = _tag(ins.operands[0].text) if ins.operands else 0
+        return lambda ops, k, seed: mix(seed, tag, k)
+    if base == "add":
+        return _add
+    if base == "shfl" and n:
+        return _first
+    if base == "max" and n:
+        return _max
+    cmp = _COMPARE.get(modifier.split(".")[0])
+    if base == "setp" and n == 2 and cmp:
+        return lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))
+    tag = _tag(ins.opcode)
+    return lambda ops, k, s: mix(tag, k, *ops)
+
+
+def _kind(ins: Instruction, labels: dict):
+    base, _, modifier = ins.opcode.partition(".")
+    if ins.opcode == "exit":
+        return EXIT, None
+    if ins.opcode == "br":
+        return BRANCH, labels[ins.targets[0]]
+    if ins.opcode == "cbr":
+        return CBRANCH, (labels[ins.targets[0]], labels[ins.targets[1]])
+    if base in ("ld", "st"):
+        return (LOAD if base == "ld" else STORE), modifier.split(".")[0]
+    return OP, None
+
+
+def _decode(program: Program, keys_of) -> list[tuple]:
+    """Each instruction as (kind, reads, writes, guard key, negated, function, extra)."""
+    labels = dict(zip((b.name for b in program.blocks), program.block_starts))
+    keys = {}
+    for name in program.values:
+        keys[name] = keys_of(name)
+    functions = {}
+    code = []
+    for ins in program.instructions:
+        reads = tuple((None, _immediate(op.text)) if isinstance(op, Imm) else (keys[op.name], 0) for op in ins.operands)
+        writes = tuple((keys[d.name], MASKS[d.width]) for d in ins.defs)
+        guard = keys[ins.guard][0] if ins.guard is not None else None
+        key = (ins.opcode, len(ins.operands), ins.operands[0] if ins.opcode == "param" and ins.operands else None)
+        if key not in functions:
+            functions[key] = _compute(ins)
+        kind, extra = _kind(ins, labels)
+        code.append((kind, reads, writes, guard, ins.guard_negated, functions[key], extra))
+    return code
+
+
+@functools.lru_cache(maxsize=4096)
+def _immediate(text: str) -> int:
+    return immediate(text)
+
+
+def _virtual_keys(program: Program):
+    widths = {n: v.width for n, v in program.values.items()}
+
+    def keys_of(name: str) -> tuple:
+        return tuple(f"{name}#{k}" for k in range(max(widths[name], 1)))
+
+    return keys_of
+
+
+def _physical_keys(program: Program, assignment: dict):
+    widths = {n: v.width for n, v in program.values.items()}
+
+    def keys_of(name: str) -> tuple:
+        if widths[name] == 0:
+            return (f"{name}#0",)
+        regs = assignment.get(name)
+        if regs is None or len(regs) != widths[name]:
+            raise InterpreterError(f"%{name} has no register of its width in the assignment")
+        return tuple(regs)
+
+    return keys_of
+
+
+class _Run:
+    """One execution: registers, memory, trace."""
+
+    def __init__(self, program: Program, code: list, seed: int, env: dict, max_steps: int):
+        self.program, self.code, self.seed, self.env, self.max_steps = program, code, seed, env, max_steps
         self.memory: dict[tuple[str, int], int] = {}
-        self.trace = Trace(executed=[0] * len(program.instructions))
+        self.trace = Trace(executed=[0] * len(code))
 
-    def operand(self, op, where: str) -> int:
-        return immediate(op.text) if isinstance(op, Imm) else self.regs.read(op.name, where)
-
-    def load(self, space: str, addr: int, k: int, width: int) -> int:
+    def load(self, space: str, addr: int, k: int, mask: int) -> int:
         key = (space, (addr + 4 * k) & MASK64)
         if key not in self.memory:
             self.memory[key] = mix(self.seed, _tag(space), key[1])
-        return self.memory[key] & MASKS[width]
+        return self.memory[key] & mask
 
-    def step(self, ins: Instruction, where: str) -> None:
-        ops = [self.operand(op, where) for op in ins.operands]
-        base, _, modifier = ins.opcode.partition(".")
-        if base == "st":
-            space = modifier.split(".")[0]
-            addr = sum(ops[:-1]) & MASK64
-            self.memory[(space, addr)] = ops[-1]
-            if space != "local":
-                self.trace.stores.append((space, addr, ops[-1]))
-            return
-        if base == "ld":
-            addr = sum(ops) & MASK64
-            results = [self.load(modifier.split(".")[0], addr, k, d.width) for k, d in enumerate(ins.defs)]
-        else:
-            results = [self.compute(ins, base, modifier, ops, k) for k in range(len(ins.defs))]
-        for d, value in zip(ins.defs, results):
-            self.regs.write(d.name, d.width, value & MASKS[d.width])
+    def execute(self) -> Trace:
+        env, code, trace = self.env, self.code, self.trace
+        executed, stores = trace.executed, trace.stores
+        pc, n, steps, limit, seed = 0, len(code), 0, self.max_steps, self.seed
+        try:
+            while pc < n:
+                kind, reads, writes, guard, negated, fn, extra = code[pc]
+                steps += 1
+                if steps > limit:
+                    raise InterpreterError(f"step limit of {limit} instructions reached at {self._where(pc)}")
+                executed[pc] += 1
+                if guard is not None and bool(env[guard]) == negated:
+                    pc += 1
+                    continue
+                if kind == EXIT:
+                    break
+                if kind == BRANCH:
+                    pc = extra
+                    continue
+                ops = [imm if keys is None else (env[keys[0]] if len(keys) == 1 else env[keys[0]] | env[keys[1]] << 32)
+                       for keys, imm in reads]
+                if kind == CBRANCH:
+                    pc = extra[0] if ops[0] else extra[1]
+                    continue
+                if kind == STORE:
+                    addr = sum(ops[:-1]) & MASK64
+                    self.memory[(extra, addr)] = ops[-1]
+                    if extra != "local":
+                        stores.append((extra, addr, ops[-1]))
+                else:
+                    for k, (keys, mask) in enumerate(writes):
+                        value = (self.load(extra, sum(ops) & MASK64, k, mask) if kind == LOAD else fn(ops, k, seed)) & mask
+                        env[keys[0]] = value & MASK32
+                        if len(keys) == 2:
+                            env[keys[1]] = value >> 32
+                pc += 1
+        except KeyError:
+            raise self.undefined(pc) from None
+        trace.steps = steps
+        return trace
 
-    def compute(self, ins: Instruction, base: str, modifier: str, ops: list[int], k: int) -> int:
-        if base == "param":
-            return mix(self.seed, _tag(ins.operands[0].text) if ins.operands else 0, k)
-        if base in ("mov", "cvt", "shfl") and ops:
-            return ops[0]
-        if base == "add":
-            return sum(ops)
-        if base == "sub" and len(ops) == 2:
-            return ops[0] - ops[1]
-        if base == "mul" and len(ops) == 2:
-            return ops[0] * ops[1]
-        if base == "fma" and len(ops) == 3:
-            return ops[0] * ops[1] + ops[2]
-        if base == "max" and ops:
-            return max(_signed(x) for x in ops)
-        if base == "setp" and len(ops) == 2 and modifier.split(".")[0] in _COMPARE:
-            return int(_COMPARE[modifier.split(".")[0]](_signed(ops[0]), _signed(ops[1])))
-        return mix(_tag(ins.opcode), k, *ops)
+    def _where(self, pc: int) -> str:
+        return f"instruction {pc} ({self.program.instructions[pc]})"
+
+    def undefined(self, pc: int) -> InterpreterError:
+        ins = self.program.instructions[pc]
+        missing = [u for u in ins.uses if f"{u}#0" not in self.env]
+        name = missing[0] if missing else "?"
+        return InterpreterError(f"%{name} is read before any definition at {self._where(pc)}")
 
 
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000) -> Trace:
@@ -194,34 +268,25 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     registers : None to hold values by name, or an assignment
         (value name -> register indices) to run on a physical register file.
     max_steps : the run stops with an error after this many instructions.
+
+    Runs are memoized on the (immutable) program, per seed and per
+    assignment object: treat the returned trace as read-only.
     """
-    regs = VirtualRegisters(program, seed) if registers is None else PhysicalRegisters(program, seed, registers)
-    machine = _Machine(program, seed, regs)
-    labels = {b.name: i for i, b in enumerate(program.blocks)}
-    starts = program.block_starts
-    block = 0
-    while block < len(program.blocks):
-        block = _run_block(machine, block, starts[block], labels, max_steps)
-    return machine.trace
-
-
-def _run_block(machine: _Machine, b: int, first: int, labels: dict, max_steps: int) -> int:
-    trace = machine.trace
-    for offset, ins in enumerate(machine.program.blocks[b].instructions):
-        index = first + offset
-        where = f"instruction {index} ({ins})"
-        trace.steps += 1
-        if trace.steps > max_steps:
-            raise InterpreterError(f"step limit of {max_steps} instructions reached at {where}")
-        trace.executed[index] += 1
-        if ins.guard is not None and bool(machine.regs.read(ins.guard, where)) == ins.guard_negated:
-            continue
-        if ins.opcode == "exit":
-            return len(machine.program.blocks)
-        if ins.opcode == "br":
-            return labels[ins.targets[0]]
-        if ins.opcode == "cbr":
-            taken = machine.regs.read(ins.operands[0].name, where)
-            return labels[ins.targets[0] if taken else ins.targets[1]]
-        machine.step(ins, where)
-    return b + 1
+    memo = program.cache.setdefault("traces", {})
+    key = (seed, max_steps, id(registers))
+    if key in memo and memo[key][0] is registers:
+        return memo[key][1]
+    if registers is None:
+        if "decoded" not in program.cache:
+            program.cache["decoded"] = _decode(program, _virtual_keys(program))
+        code, env = program.cache["decoded"], {}
+    else:
+        cached = program.cache.get("decoded-physical")
+        if cached is None or cached[0] is not registers:
+            cached = program.cache["decoded-physical"] = (registers, _decode(program, _physical_keys(program, registers)))
+        code = cached[1]
+        top = max((r for regs in registers.values() for r in regs), default=-1) + 1
+        env = {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
+    trace = _Run(program, code, seed, env, max_steps).execute()
+    memo[key] = (registers, trace)
+    return trace

@@ -109,7 +109,7 @@ class Instruction:
     guard: str | None = None
     guard_negated: bool = False
 
-    @property
+    @cached_property
     def uses(self) -> tuple[str, ...]:
         """Names of the values read, operands first, then the guard."""
         names = tuple(op.name for op in self.operands if isinstance(op, Use))
@@ -158,10 +158,17 @@ class Program:
     name: str
     blocks: tuple[Block, ...]
     values: dict[str, Value] = field(compare=False, repr=False, default=None)
+    #: memo of stages derived from this immutable program (analysis, traces)
+    cache: dict = field(compare=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
         if self.values is None:
             object.__setattr__(self, "values", _collect_values(self))
+
+    def __hash__(self) -> int:
+        if "hash" not in self.cache:
+            self.cache["hash"] = hash((self.name, self.blocks))
+        return self.cache["hash"]
 
     @cached_property
     def instructions(self) -> tuple[Instruction, ...]:

@@ -93,14 +93,18 @@ class Analysis:
         return build_interference(self)
 
     @cached_property
-    def spill_weight(self) -> np.ndarray:
-        """Uses and definitions of each value, each weighted by 10**loop depth."""
-        weight = np.zeros(len(self.names))
+    def occurrences(self) -> np.ndarray:
+        """(instruction, value) rows: each value an instruction reads or writes, once."""
+        index, rows = self.index, []
         for i, ins in enumerate(self.program.instructions):
-            w = 10.0 ** int(self.loop_depth[i])
-            for name in ins.uses + tuple(d.name for d in ins.defs):
-                weight[self.index[name]] += w
-        return weight
+            rows.extend((i, index[n]) for n in dict.fromkeys(ins.uses + tuple(d.name for d in ins.defs)))
+        return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+    @cached_property
+    def spill_weight(self) -> np.ndarray:
+        """Instructions reading or writing each value, each weighted by 10**loop depth."""
+        occ = self.occurrences
+        return np.bincount(occ[:, 1], weights=10.0 ** self.loop_depth[occ[:, 0]], minlength=len(self.names))
 
     def live_at(self, instruction: int) -> list[str]:
         """Names of the values counted in the pressure at ``instruction``, sorted."""
@@ -215,7 +219,13 @@ def _dominates(idom: dict, a: int, b: int) -> bool:
 
 
 def analyze(program: Program) -> Analysis:
-    """Liveness, segments, intervals and pressure of ``program``."""
+    """Liveness, segments, intervals and pressure of ``program`` (memoized on it)."""
+    if "analysis" not in program.cache:
+        program.cache["analysis"] = _analyze(program)
+    return program.cache["analysis"]
+
+
+def _analyze(program: Program) -> Analysis:
     names = tuple(program.values)
     index = {n: i for i, n in enumerate(names)}
     widths = np.array([program.values[n].width for n in names], dtype=np.int64)

@@ -37,8 +37,6 @@ True
 
 from __future__ import annotations
 
-import re
-
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
 
 
@@ -85,6 +83,8 @@ def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
 
 
 def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> list[Instruction]:
+    if not any(u in slots for u in ins.uses) and not any(d.name in slots for d in ins.defs):
+        return [ins]
     before, renamed = [], {}
     for name in dict.fromkeys(u for u in ins.uses if u in slots):
         renamed[name] = fresh(name, "r")
@@ -110,7 +110,8 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], d
     def copy_of(v: str, name: str) -> bool:
         if name == v:
             return True
-        if re.fullmatch(re.escape(v) + r"\.[rd]\d+", name):
+        suffix = name[len(v) + 1 :]
+        if name.startswith(v) and name[len(v) : len(v) + 1] == "." and suffix[:1] in ("r", "d") and suffix[1:].isdigit():
             origin[name] = v
             return True
         return False

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from engine.errors import VerificationError
 from engine.interp import run
 from engine.ir import Program
+from engine.interference import overlapping_pairs
 from engine.liveness import Analysis, analyze
 from engine.spill import remove_spill_code, spill_code_of
 
@@ -72,36 +74,47 @@ def _register_conflicts(name: str, width: int, regs, budget: int) -> list[Confli
     return []
 
 
-def _first_shared_position(analysis: Analysis, u: int, v: int) -> int:
-    best = None
-    for s1, e1 in analysis.live_positions(analysis.names[u]):
-        for s2, e2 in analysis.live_positions(analysis.names[v]):
-            lo = max(s1, s2)
-            if lo <= min(e1, e2) and (best is None or lo < best):
-                best = lo
-    return best
+def _register_segments(analysis: Analysis, assignment: dict):
+    """One row per (segment, register held): value, register, start, end."""
+    n = len(analysis.names)
+    lo = np.full(n, -1, dtype=np.int64)
+    for v, name in enumerate(analysis.names):
+        regs = assignment.get(name)
+        w = int(analysis.widths[v])
+        if w and regs and tuple(regs) == tuple(range(regs[0], regs[0] + w)):
+            lo[v] = regs[0]
+    keep = lo[analysis.seg_value] >= 0
+    value, start, end = analysis.seg_value[keep], analysis.seg_start[keep], analysis.seg_end[keep]
+    pair = analysis.widths[value] == 2
+    reg = np.concatenate([lo[value], lo[value[pair]] + 1])
+    return (np.concatenate([value, value[pair]]), reg,
+            np.concatenate([start, start[pair]]), np.concatenate([end, end[pair]]))
 
 
 def overlap_conflicts(analysis: Analysis, assignment: dict) -> list[Conflict]:
-    """Pairs of interfering values whose registers overlap."""
-    n = len(analysis.names)
-    lo, hi = np.full(n, -1), np.full(n, -2)
-    for v, name in enumerate(analysis.names):
-        regs = assignment.get(name)
-        if regs and analysis.widths[v] and tuple(regs) == tuple(range(regs[0], regs[0] + analysis.widths[v])):
-            lo[v], hi[v] = regs[0], regs[-1]
-    edges = analysis.interference.edges
-    u, v = edges[:, 0], edges[:, 1]
-    bad = (lo[u] >= 0) & (lo[v] >= 0) & (lo[u] <= hi[v]) & (lo[v] <= hi[u])
-    out = []
-    for a, b in edges[bad].tolist():
-        i = _first_shared_position(analysis, a, b) // 2
-        reg = max(lo[a], lo[b])
-        names = tuple(sorted((analysis.names[a], analysis.names[b])))
-        ins = analysis.program.instructions[i]
-        out.append(Conflict(i, "overlap", names, int(reg),
-                            f"%{names[0]} and %{names[1]} share R{reg} while both live at instruction {i} ({ins})"))
-    return out
+    """Pairs of values holding one register at one position, each at its first such point.
+
+    Works on the segments of each register alone (never on the interference
+    graph the allocators used), so it checks them independently.
+    """
+    value, reg, start, end = _register_segments(analysis, assignment)
+    span = 2 * len(analysis.program.instructions) + 2
+    i, j = overlapping_pairs(reg * span + start, reg * span + end)
+    u, v = value[i], value[j]
+    a, b = np.minimum(u, v), np.maximum(u, v)
+    position = np.maximum(start[i], start[j])
+    order = np.lexsort((reg[i], position, b, a))
+    a, b, position, shared = a[order], b[order], position[order], reg[i][order]
+    first = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])] & (a != b) if len(a) else np.zeros(0, bool)
+    return [_overlap(analysis, (x, y), p // 2, r)
+            for x, y, p, r in zip(a[first].tolist(), b[first].tolist(), position[first].tolist(), shared[first].tolist())]
+
+
+def _overlap(analysis: Analysis, pair, instruction: int, reg: int) -> Conflict:
+    names = tuple(sorted(analysis.names[x] for x in pair))
+    ins = analysis.program.instructions[instruction]
+    return Conflict(instruction, "overlap", names, reg,
+                    f"%{names[0]} and %{names[1]} share R{reg} while both live at instruction {instruction} ({ins})")
 
 
 def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
@@ -136,12 +149,18 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0,
     original = remove_spill_code(program, spills)
     steps = 0
     for seed in seeds:
-        want = run(original, seed).stores
+        want = reference_stores(original, seed)
         got = run(program, seed, registers=assignment).stores
         steps += len(want)
         if got != want:
             raise VerificationError(_first_difference(seed, want, got))
     return steps
+
+
+@functools.lru_cache(maxsize=32)
+def reference_stores(program: Program, seed: int) -> list:
+    """Stores of ``program`` on virtual registers (cached: plans of one program share it)."""
+    return run(program, seed).stores
 
 
 def _first_difference(seed: int, want: list, got: list) -> str:

@@ -5,7 +5,7 @@ smallest squeeze: the registers its remaining neighbours can block, against
 what it can choose from), so on an interval graph the removal order is a
 smallest-last order and select uses exactly MAXLIVE registers when MAXLIVE
 fits the budget. When every remaining value is significant, the one of
-least cost (uses and definitions weighted by 10**loop depth, over its
+least cost (instructions reading or writing it, weighted by 10**loop depth, over its
 degree) is pushed optimistically (Briggs); it is spilled only if select
 then finds no register for it, and the allocation is repeated on the
 program with its spill code until it colours.

@@ -44,7 +44,7 @@ def forbidden_by(base: np.ndarray, widths: np.ndarray, neighbors: np.ndarray, bu
 
 
 def spill_cost(analysis: Analysis, degree: np.ndarray) -> np.ndarray:
-    """Chaitin's cost: uses and definitions weighted by 10**loop depth, over degree."""
+    """Chaitin's cost: instructions reading or writing the value, weighted by 10**loop depth, over degree."""
     return analysis.spill_weight / np.maximum(degree, 1)
 
 

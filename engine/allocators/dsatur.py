@@ -5,7 +5,7 @@ coloured is the uncoloured one whose neighbours already block the most
 distinct registers (ties: most neighbours, then lowest number), and it takes
 the lowest free register (an even pair for 64-bit values). When none is
 free, the cheapest of it and its coloured neighbours (Chaitin's cost rule:
-weighted uses and definitions over degree) is spilled, and the value
+instructions reading or writing it, weighted by 10**loop depth, over degree) is spilled, and the value
 retries; the allocation is repeated on the program with spill code.
 """
 
@@ -18,34 +18,41 @@ from engine.allocators.common import lowest_free, run_with_spilling, spill_cost,
 
 
 class _DSatur:
+    """State of one colouring: ``blocked[r, u]`` counts u's coloured neighbours holding r.
+
+    ``key`` orders the uncoloured values (saturation, then degree) and is -1
+    for values already coloured or spilled.
+    """
+
     def __init__(self, analysis, budget, unspillable):
         self.a, self.g, self.w = analysis, analysis.interference, analysis.widths
         self.budget, self.unspillable = budget, unspillable
         n = len(self.w)
         self.base = np.full(n, -1, dtype=np.int64)
-        self.seen = np.zeros((n, budget), dtype=bool)
+        self.blocked = np.zeros((budget, n), dtype=np.int32)
         self.sat = np.zeros(n, dtype=np.int64)
         self.cost = spill_cost(analysis, self.g.degree)
         self.to_spill: list[int] = []
 
-    def block(self, v: int) -> None:
+    def _mark(self, v: int, step: int) -> None:
         nb = self.g.neighbors(v)
         for r in range(self.base[v], self.base[v] + self.w[v]):
-            fresh = nb[~self.seen[nb, r]]
-            self.seen[fresh, r] = True
-            self.sat[fresh] += 1
+            row = self.blocked[r]
+            before = row[nb]
+            row[nb] = before + step
+            changed = nb[before == (0 if step > 0 else 1)]
+            self.sat[changed] += step
+            self.key[changed] += step * (len(self.w) + 1) * (self.key[changed] >= 0)
+
+    def block(self, v: int) -> None:
+        self._mark(v, 1)
 
     def unblock(self, c: int) -> None:
-        for u in self.g.neighbors(c).tolist():
-            self.seen[u] = False
-            nb = self.g.neighbors(u)
-            for x in nb[self.base[nb] >= 0].tolist():
-                self.seen[u, self.base[x] : self.base[x] + self.w[x]] = True
-            self.sat[u] = int(self.seen[u].sum())
+        self._mark(c, -1)
 
     def colour(self, v: int) -> None:
         while True:
-            r = lowest_free(self.seen[v], int(self.w[v]))
+            r = lowest_free(self.blocked[:, v] > 0, int(self.w[v]))
             if r >= 0:
                 self.base[v] = r
                 self.block(v)
@@ -54,8 +61,8 @@ class _DSatur:
             self.to_spill.append(c)
             if c == v:
                 return
-            self.base[c] = -1
             self.unblock(c)
+            self.base[c] = -1
 
     def victim(self, v: int) -> int:
         nb = self.g.neighbors(v)
@@ -67,13 +74,11 @@ class _DSatur:
         return min(candidates, key=lambda u: (self.cost[u], u))
 
     def run(self):
-        todo = self.w > 0
-        n = len(self.w)
-        degree = self.g.degree
-        for _ in range(int(todo.sum())):
-            key = np.where(todo, self.sat * (n + 1) + degree, -1)
-            v = int(np.argmax(key))
-            todo[v] = False
+        todo = int((self.w > 0).sum())
+        self.key = np.where(self.w > 0, self.g.degree, -1).astype(np.int64)
+        for _ in range(todo):
+            v = int(np.argmax(self.key))
+            self.key[v] = -1
             self.colour(v)
         return self.base, self.to_spill
 

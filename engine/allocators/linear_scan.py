@@ -11,38 +11,54 @@ code) the highest register used is below MAXLIVE when MAXLIVE fits.
 from __future__ import annotations
 
 import bisect
+import functools
 
 import numpy as np
 
 from engine.allocators import register
-from engine.allocators.common import lowest_free, run_with_spilling, too_small
+from engine.allocators.common import run_with_spilling, too_small
 
 
-def _highest_free(occupied: np.ndarray, width: int) -> int:
-    r = lowest_free(occupied[::-1], 1) if width == 1 else -1
-    if width == 1:
-        return len(occupied) - 1 - r if r >= 0 else -1
-    even = len(occupied) - len(occupied) % 2
-    free = np.flatnonzero(~occupied[0:even:2] & ~occupied[1:even:2])
-    return 2 * int(free[-1]) if len(free) else -1
+def free_register(occupied: int, width: int, budget: int, high: bool = False) -> int:
+    """Lowest (or highest) free register, even-aligned for pairs, in a bit mask; -1 if none.
+
+    Examples
+    --------
+    >>> free_register(0b1101, 1, 8), free_register(0b1101, 2, 8), free_register(0b1101, 1, 8, high=True)
+    (1, 4, 7)
+    """
+    free = ~occupied & ((1 << budget) - 1)
+    if width == 2:
+        free &= (free >> 1) & _even(budget)
+    if not free:
+        return -1
+    return free.bit_length() - 1 if high else (free & -free).bit_length() - 1
+
+
+@functools.lru_cache(maxsize=None)
+def _even(budget: int) -> int:
+    """Bits of the even registers that start a pair inside the budget."""
+    return sum(1 << r for r in range(0, budget - 1, 2))
 
 
 class _Scan:
-    """The state of one scan: active intervals by end, occupied registers."""
+    """The state of one scan: active intervals by end, occupied registers as a bit mask."""
 
     def __init__(self, analysis, budget, unspillable, high):
-        self.a, self.unspillable, self.high = analysis, unspillable, high
+        self.a, self.unspillable, self.high, self.budget = analysis, unspillable.tolist(), high, budget
         self.base = np.full(len(analysis.names), -1, dtype=np.int64)
-        self.occupied = np.zeros(budget, dtype=bool)
+        self.widths = analysis.widths.tolist()
+        self.starts, self.ends = analysis.start.tolist(), analysis.end.tolist()
+        self.occupied = 0
         self.active: list[tuple[int, int]] = []
         self.to_spill: list[int] = []
 
     def pick(self, width: int) -> int:
-        return _highest_free(self.occupied, width) if self.high else lowest_free(self.occupied, width)
+        return free_register(self.occupied, width, self.budget, self.high)
 
     def hold(self, v: int, flag: bool) -> None:
-        b = self.base[v]
-        self.occupied[b : b + self.a.widths[v]] = flag
+        bits = ((1 << self.widths[v]) - 1) << int(self.base[v])
+        self.occupied = self.occupied | bits if flag else self.occupied & ~bits
 
     def expire(self, start: int) -> None:
         while self.active and self.active[0][0] < start:
@@ -53,11 +69,11 @@ class _Scan:
         for end_u, u in reversed(self.active):
             if self.unspillable[u]:
                 continue
-            if not self.unspillable[v] and end_u <= self.a.end[v]:
+            if not self.unspillable[v] and end_u <= self.ends[v]:
                 break
             evicted.append((end_u, u))
             self.hold(u, False)
-            r = self.pick(self.a.widths[v])
+            r = self.pick(self.widths[v])
             if r >= 0:
                 for item in evicted:
                     self.active.remove(item)
@@ -67,19 +83,19 @@ class _Scan:
         for _, u in evicted:
             self.hold(u, True)
         if self.unspillable[v]:
-            raise too_small(self.a, len(self.occupied), v)
+            raise too_small(self.a, self.budget, v)
         self.to_spill.append(v)
         return -1
 
     def visit(self, v: int) -> None:
-        self.expire(self.a.start[v])
-        r = self.pick(self.a.widths[v])
+        self.expire(self.starts[v])
+        r = self.pick(self.widths[v])
         if r < 0:
             r = self.make_room(v)
         if r >= 0:
             self.base[v] = r
             self.hold(v, True)
-            bisect.insort(self.active, (int(self.a.end[v]), v))
+            bisect.insort(self.active, (self.ends[v], v))
 
 
 def scan(analysis, budget: int, values, unspillable, high: bool = False):

@@ -18,19 +18,54 @@ from engine.allocators.common import run_with_spilling
 from engine.allocators.linear_scan import scan
 
 
-def _core(analysis, budget, unspillable):
-    widths = analysis.widths
-    temps = np.flatnonzero(unspillable & (widths > 0))
-    base, to_spill = scan(analysis, budget, temps, unspillable, high=True)
-    floor = int(base[temps].min()) if len(temps) else budget
+def _scratch_need(analysis, spilled: np.ndarray) -> int:
+    """Registers the spill temporaries of ``spilled`` values will need at once.
+
+    At each instruction: the reloads of its spilled operands plus its spilled
+    results; one more if any is a pair (alignment).
+    """
+    occ = analysis.occurrences
+    hit = spilled[occ[:, 1]]
+    if not hit.any():
+        return 0
+    need = np.bincount(occ[hit, 0], weights=analysis.widths[occ[hit, 1]]).max()
+    return int(need) + int((analysis.widths[occ[hit, 1]] == 2).any())
+
+
+def _fresh(widths, candidates, floor):
+    """Fresh registers in definition order below ``floor``; the values that do not fit."""
+    base = {}
     nxt = 0
-    for v in np.flatnonzero(~unspillable & (widths > 0)).tolist():
+    rest = []
+    for v in candidates:
         r = nxt + nxt % 2 if widths[v] == 2 else nxt
         if r + widths[v] <= floor:
             base[v], nxt = r, r + widths[v]
         else:
-            to_spill.append(v)
-    return base, to_spill
+            rest.append(v)
+    return base, rest
+
+
+def _core(analysis, budget, unspillable):
+    widths = analysis.widths.tolist()
+    temps = np.flatnonzero(unspillable & (analysis.widths > 0))
+    base, to_spill = scan(analysis, budget, temps, unspillable, high=True)
+    floor = int(base[temps].min()) if len(temps) else budget
+    candidates = np.flatnonzero(~unspillable & (analysis.widths > 0)).tolist()
+    fresh, rest = _fresh(widths, candidates, floor)
+    while rest and not len(temps):
+        # First round: reserve the scratch area the spill code will need, so
+        # that the next round does not have to spill again.
+        spilled = np.zeros(len(widths), dtype=bool)
+        spilled[rest] = True
+        lower = budget - _scratch_need(analysis, spilled)
+        if lower >= floor:
+            break
+        floor = lower
+        fresh, rest = _fresh(widths, candidates, floor)
+    for v, r in fresh.items():
+        base[v] = r
+    return base, to_spill + rest
 
 
 @register("naive")

@@ -1,0 +1,82 @@
+"""Deterministic large programs for the benchmarks.
+
+``straight_line``: one block of ``n`` instructions whose pressure rises to
+about ``peak`` 32-bit values and falls again, like a fully unrolled GEMM
+tile; ``loop_shaped``: the same amount of code, most of it in a counted loop
+that carries ``peak // 2`` accumulators around the back edge.
+"""
+
+from __future__ import annotations
+
+import random
+
+
+def _body(rng, lines, pool, n, target, fresh, store_base="%p0"):
+    stored = 0
+    for i in range(n):
+        want = target(i)
+        if len(pool) < want or len(pool) < 3:
+            v = fresh()
+            lines.append(f"  %{v}:f32 = ld.global %p1, {4 * rng.randrange(4096)}")
+            pool.append(v)
+        elif len(pool) > want:
+            a = pool.pop(rng.randrange(len(pool)))
+            if rng.random() < 0.5:
+                lines.append(f"  st.global {store_base}, {4 * stored}, %{a}")
+                stored += 1
+            else:
+                b = pool.pop(rng.randrange(len(pool)))
+                v = fresh()
+                lines.append(f"  %{v}:f32 = add %{a}, %{b}")
+                pool.append(v)
+        else:
+            a, b = rng.sample(pool, 2)
+            c = pool.pop(rng.randrange(len(pool)))
+            v = fresh()
+            lines.append(f"  %{v}:f32 = fma %{a}, %{b}, %{c}")
+            pool.append(v)
+    return stored
+
+
+def straight_line(n: int = 5000, peak: int = 300, seed: int = 1) -> str:
+    """Program text: a single block of ``n`` instructions whose pressure peaks near ``peak``."""
+    rng = random.Random(seed)
+    count = iter(range(1, 10**9))
+    lines = [".kernel straight", ".block entry", "  %p0:u64 = param C", "  %p1:u64 = param A"]
+    pool: list[str] = []
+    # Grow for the first ~40%, hold, then shrink; the drain stores what is left.
+    body = n - 3 - peak // 2
+    target = lambda i: int(peak * min(1.0, i / (0.4 * body), (body - i) / (0.4 * body)))
+    stored = _body(rng, lines, pool, body, target, lambda: f"v{next(count)}")
+    for k, v in enumerate(pool):
+        lines.append(f"  st.global %p0, {4 * (stored + k)}, %{v}")
+    while len(lines) < n - 1:  # pad with short load/store pairs up to n instructions
+        lines.append(f"  %w{len(lines)}:f32 = ld.global %p1, 0")
+        lines.append(f"  st.global %p0, 0, %w{len(lines) - 1}")
+    lines.append("  exit")
+    return "\n".join(lines) + "\n"
+
+
+def loop_shaped(n: int = 5000, peak: int = 300, trips: int = 3, seed: int = 2) -> str:
+    """Program text: prologue, a counted loop carrying accumulators, epilogue."""
+    rng = random.Random(seed)
+    count = iter(range(1, 10**9))
+    carried = peak // 2
+    lines = [".kernel looped", ".block entry", "  %p0:u64 = param C", "  %p1:u64 = param A"]
+    accs = [f"acc{k}" for k in range(carried)]
+    lines += [f"  %{a}:f32 = ld.global %p1, {4 * k}" for k, a in enumerate(accs)]
+    lines += ["  %i:i32 = mov 0", ".block loop"]
+    body = n - len(lines) - 3 - carried - 2
+    pool: list[str] = []
+    wave = peak - carried
+    target = lambda i: int(wave * (0.5 + 0.5 * ((i // 200) % 2)))
+    _body(rng, lines, pool, body - carried - len(pool), target, lambda: f"t{next(count)}")
+    for k, a in enumerate(accs):
+        src = pool.pop() if pool else a
+        lines.append(f"  %{a}:f32 = fma %{src}, %{src}, %{a}")
+    for k, v in enumerate(pool):
+        lines.append(f"  st.global %p0, {4 * k}, %{v}")
+    lines += ["  %i:i32 = add %i, 1", "  %c:pred = setp.lt %i, " + str(trips), "  cbr %c, loop, done", ".block done"]
+    lines += [f"  st.global %p0, {4 * (4096 + k)}, %{a}" for k, a in enumerate(accs)]
+    lines.append("  exit")
+    return "\n".join(lines) + "\n"
