@@ -1,5 +1,9 @@
 """The per-thread IR: values, instructions, blocks, programs, and its text form.
 
+A ``.phase NAME`` line labels the instructions after it in its block with
+a kernel phase (``.phase -`` clears it), so views can colour them; this
+extends DESIGN.md's text form without changing any line it defines.
+
 Invariant: ``parse(print_program(p)) == p`` for every program, and
 ``print_program(parse(text)) == text`` for every text in canonical form (the
 form the printer writes). A value keeps one type everywhere it is defined;
@@ -26,7 +30,7 @@ True
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from engine.errors import ParseError
@@ -108,6 +112,8 @@ class Instruction:
     operands: tuple[Operand, ...] = ()
     guard: str | None = None
     guard_negated: bool = False
+    #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
+    phase: str | None = None
 
     @cached_property
     def uses(self) -> tuple[str, ...]:
@@ -208,7 +214,12 @@ def print_program(program: Program) -> str:
     lines = [f".kernel {program.name}"]
     for b in program.blocks:
         lines.append(f".block {b.name}")
-        lines.extend(f"  {ins}" for ins in b.instructions)
+        phase = None
+        for ins in b.instructions:
+            if ins.phase != phase:
+                phase = ins.phase
+                lines.append(f".phase {phase if phase is not None else '-'}")
+            lines.append(f"  {ins}")
     return "\n".join(lines) + "\n"
 
 
@@ -302,6 +313,7 @@ class _Builder:
         self.uses: list[tuple[str, int]] = []
         self.branches: list[tuple[str, int]] = []
         self.guards: list[tuple[str, int]] = []
+        self.phase: str | None = None
 
     def where(self, lineno: int) -> str:
         return f"{self.source} line {lineno}"
@@ -309,8 +321,14 @@ class _Builder:
     def directive(self, line: str, lineno: int) -> None:
         word, _, arg = line.partition(" ")
         arg = arg.strip()
+        if word == ".phase" and (arg == "-" or _NAME_RE.match(arg)):
+            if not self.blocks:
+                raise ParseError(f"{self.where(lineno)}: '.phase' before the first '.block'")
+            self.phase = None if arg == "-" else arg
+            return
         if word not in (".kernel", ".block") or not _NAME_RE.match(arg):
-            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME' or '.block NAME', got {line!r}")
+            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME', '.block NAME' or '.phase NAME', got {line!r}")
+        self.phase = None
         if word == ".kernel":
             if self.name is not None:
                 raise ParseError(f"{self.where(lineno)}: a second '.kernel' line")
@@ -330,6 +348,8 @@ class _Builder:
         if body and body[-1].is_terminator:
             raise ParseError(f"{where}: instruction after the terminator '{body[-1].opcode}' of block {self.blocks[-1][0]!r}")
         ins = parse_instruction(line, where)
+        if self.phase is not None:
+            ins = replace(ins, phase=self.phase)
         for d in ins.defs:
             known = self.types.setdefault(d.name, (d.type, lineno))
             if known[0] != d.type:

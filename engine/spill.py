@@ -45,24 +45,24 @@ def reload_name(value: str, k: int) -> str:
     return f"{value}.r{k}"
 
 
-def _store(value: Value, slot: int) -> Instruction:
-    return Instruction("st.local", (), (Imm(str(slot)), Use(value.name)))
+def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
+    return Instruction("st.local", (), (Imm(str(slot)), Use(value.name)), phase=phase)
 
 
-def _reload(name: str, type_: str, slot: int) -> Instruction:
-    return Instruction("ld.local", (Value(name, type_),), (Imm(str(slot)),))
+def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instruction:
+    return Instruction("ld.local", (Value(name, type_),), (Imm(str(slot)),), phase=phase)
 
 
 def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
     """``program`` with the values in ``slots`` kept in local memory between uses."""
-    counters = {v: 0 for v in slots}
+    counters = {(v, kind): 0 for v in slots for kind in "rd"}
     taken = set(program.values)
     defined: set[str] = set()
 
     def fresh(v: str, kind: str) -> str:
         while True:
-            counters[v] += 1
-            name = f"{v}.{kind}{counters[v]}"
+            counters[v, kind] += 1
+            name = f"{v}.{kind}{counters[v, kind]}"
             if name not in taken:
                 taken.add(name)
                 return name
@@ -88,14 +88,14 @@ def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> li
     before, renamed = [], {}
     for name in dict.fromkeys(u for u in ins.uses if u in slots):
         renamed[name] = fresh(name, "r")
-        before.append(_reload(renamed[name], program.values[name].type, slots[name]))
+        before.append(_reload(renamed[name], program.values[name].type, slots[name], ins.phase))
     operands = tuple(Use(renamed.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
     defs = tuple(Value(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
     spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
     if ins.guard is not None:
-        before.extend(_reload(d.name, d.type, slot) for d, slot in spilled)
-    after = [_store(d, slot) for d, slot in spilled]
-    return before + [Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated)] + after
+        before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
+    after = [_store(d, slot, ins.phase) for d, slot in spilled]
+    return before + [Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)] + after
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
@@ -149,7 +149,7 @@ def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
         return ins
     operands = tuple(Use(origin.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
     defs = tuple(Value(origin.get(d.name, d.name), d.type) for d in ins.defs)
-    return Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated)
+    return Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)
 
 
 def first_free_slot(program: Program) -> int:

@@ -73,6 +73,8 @@ class _Gen:
             self.avail.append(name)
 
     def straight(self, lo: int = 1, hi: int = 6) -> None:
+        if self.draw(st.integers(0, 3)) == 0:
+            self.lines.append(f".phase {self.draw(st.sampled_from(['-', 'scores', 'softmax']))}")
         for _ in range(self.draw(st.integers(lo, hi))):
             self.op()
 

@@ -1,0 +1,54 @@
+"""Spill code: golden text (parse, spill, print, compare) and exact removal."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.ir import parse, print_program
+from engine.spill import insert_spill_code, remove_spill_code
+from tests.engine.strategies import programs
+
+BEFORE = """.kernel k
+.block entry
+  %p:u64 = param P
+  %q:pred = setp.lt %p, 4
+.phase softmax
+  %x:f32 = mov 1
+  %x:f32 = @%q add %x, %x
+  %x:f32 = fma %x, %x, %x
+  st.global %p, 0, %x
+  exit
+"""
+
+AFTER = """.kernel k
+.block entry
+  %p:u64 = param P
+  %q:pred = setp.lt %p, 4
+.phase softmax
+  %x:f32 = mov 1
+  st.local 7, %x
+  %x.r1:f32 = ld.local 7
+  %x.d1:f32 = ld.local 7
+  %x.d1:f32 = @%q add %x.r1, %x.r1
+  st.local 7, %x.d1
+  %x.r2:f32 = ld.local 7
+  %x.d2:f32 = fma %x.r2, %x.r2, %x.r2
+  st.local 7, %x.d2
+  %x.r3:f32 = ld.local 7
+  st.global %p, 0, %x.r3
+  exit
+"""
+
+
+def test_golden_spill_code():
+    program = parse(BEFORE)
+    spilled = insert_spill_code(program, {"x": 7})
+    assert print_program(spilled) == AFTER
+    assert remove_spill_code(spilled, {"x": 7}) == program
+
+
+@given(st.data(), programs())
+def test_remove_inverts_insert_for_any_set_of_values(data, program):
+    names = sorted(n for n, v in program.values.items() if v.width)
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
+    slots = {n: 100 + k for k, n in enumerate(chosen)}
+    assert remove_spill_code(insert_spill_code(program, slots), slots) == program
