@@ -30,7 +30,7 @@ True
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from engine.errors import ParseError
@@ -227,17 +227,31 @@ def _split_operands(text: str) -> list[str]:
     return [t.strip() for t in text.split(",")] if text.strip() else []
 
 
+_OPERANDS: dict[str, Operand] = {}
+_DEFS: dict[str, tuple[Value, ...]] = {}
+
+
 def _parse_operand(token: str, where: str) -> Operand:
+    known = _OPERANDS.get(token)
+    if known is not None:
+        return known
     if token.startswith("%"):
         if not _NAME_RE.match(token[1:]):
             raise ParseError(f"{where}: bad value name {token!r}")
-        return Use(token[1:])
-    if not token or not _IMM_RE.match(token):
+        operand = Use(token[1:])
+    elif not token or not _IMM_RE.match(token):
         raise ParseError(f"{where}: expected an operand, got {token!r}")
-    return Imm(token)
+    else:
+        operand = Imm(token)
+    if len(_OPERANDS) < 1 << 16:
+        _OPERANDS[token] = operand
+    return operand
 
 
 def _parse_defs(text: str, where: str) -> tuple[Value, ...]:
+    known = _DEFS.get(text)
+    if known is not None:
+        return known
     defs = []
     for token in _split_operands(text):
         m = _DEF_RE.match(token)
@@ -252,10 +266,12 @@ def _parse_defs(text: str, where: str) -> tuple[Value, ...]:
         raise ParseError(f"{where}: a value is defined twice in one instruction")
     if not defs:
         raise ParseError(f"{where}: expected definitions before '='")
+    if len(_DEFS) < 1 << 16:
+        _DEFS[text] = tuple(defs)
     return tuple(defs)
 
 
-def parse_instruction(text: str, where: str = "instruction") -> Instruction:
+def parse_instruction(text: str, where: str = "instruction", phase: str | None = None) -> Instruction:
     """Parse one instruction line (without the block structure).
 
     Examples
@@ -284,15 +300,18 @@ def parse_instruction(text: str, where: str = "instruction") -> Instruction:
     if not _OPCODE_RE.match(opcode):
         raise ParseError(f"{where}: bad opcode {opcode!r}")
     operands = tuple(_parse_operand(t, where) for t in _split_operands(parts[1] if len(parts) > 1 else ""))
-    ins = Instruction(opcode, defs, operands, guard, negated)
-    _check_shape(ins, where)
+    ins = Instruction(opcode, defs, operands, guard, negated, phase)
+    if opcode in _SHAPES:
+        _check_shape(ins, where)
     return ins
 
 
+_SHAPES = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exit")}
+
+
 def _check_shape(ins: Instruction, where: str) -> None:
-    shapes = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exit")}
-    if ins.opcode in shapes:
-        count, form = shapes[ins.opcode]
+    if ins.opcode in _SHAPES:
+        count, form = _SHAPES[ins.opcode]
         if len(ins.operands) != count or ins.defs:
             raise ParseError(f"{where}: expected '{form}'")
         labels = ins.operands[1:] if ins.opcode == "cbr" else ins.operands
@@ -347,9 +366,7 @@ class _Builder:
         body = self.blocks[-1][1]
         if body and body[-1].is_terminator:
             raise ParseError(f"{where}: instruction after the terminator '{body[-1].opcode}' of block {self.blocks[-1][0]!r}")
-        ins = parse_instruction(line, where)
-        if self.phase is not None:
-            ins = replace(ins, phase=self.phase)
+        ins = parse_instruction(line, where, self.phase)
         for d in ins.defs:
             known = self.types.setdefault(d.name, (d.type, lineno))
             if known[0] != d.type:

@@ -1,0 +1,172 @@
+"""GPU architectures: their limits, occupancy, and register-bank conflicts.
+
+Invariant: every number comes from a data file in ``resources/arch`` (each
+with its source beside it); the occupancy calculator follows NVIDIA's
+``cuda_occupancy.h`` rules: registers are allocated per warp in units of
+256 within each of 4 sub-partitions, shared memory per block gets the
+reserved 1 KB and is rounded up to 128 bytes, and the active blocks are
+the smallest of the warp, block, register and shared-memory limits.
+
+Examples
+--------
+>>> a100 = load_arch("sm_80")
+>>> occ = occupancy(a100, registers=128, threads=256)
+>>> occ.active_blocks, occ.active_warps, occ.limited_by
+(2, 16, ('registers',))
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from dataclasses import dataclass
+from importlib.resources import files
+
+from engine.errors import RegtuneError
+
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+
+
+@dataclass(frozen=True)
+class BankModel:
+    """Register banks: bank(r) = r mod ``banks``; each bank serves ``reads_per_bank`` reads a cycle."""
+
+    name: str
+    banks: int
+    reads_per_bank: int
+
+    def conflicts(self, sources) -> int:
+        """Extra cycles for one instruction reading the registers ``sources``.
+
+        Examples
+        --------
+        >>> m = BankModel("two-banks-two-reads", 2, 2)
+        >>> m.conflicts([0, 2, 4]), m.conflicts([0, 1, 2]), m.conflicts([0, 0, 2])
+        (1, 0, 0)
+        """
+        per_bank: dict[int, int] = {}
+        for r in set(sources):
+            per_bank[r % self.banks] = per_bank.get(r % self.banks, 0) + 1
+        return sum(math.ceil(n / self.reads_per_bank) - 1 for n in per_bank.values())
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One GPU architecture's limits (see the data files for their sources)."""
+
+    name: str
+    gpu: str
+    compute_capability: tuple[int, int]
+    warp_size: int
+    registers_per_sm: int
+    registers_per_block: int
+    max_registers_per_thread: int
+    register_allocation_unit: int
+    register_sub_partitions: int
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    max_threads_per_block: int
+    shared_memory_per_sm: int
+    shared_memory_per_block: int
+    shared_memory_reserved_per_block: int
+    shared_memory_allocation_unit: int
+    bank_model: BankModel
+
+
+@functools.lru_cache(maxsize=None)
+def load_arch(name: str) -> Arch:
+    """The architecture ``name`` (``sm_80``, ``sm_86``, ``sm_89``, ``sm_90``)."""
+    if name not in ARCHS:
+        raise RegtuneError(f"unknown architecture {name!r} (known: {', '.join(ARCHS)})")
+    data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
+    data["compute_capability"] = tuple(data["compute_capability"])
+    data["bank_model"] = BankModel(**data["bank_model"])
+    return Arch(**data)
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Active blocks and warps per SM, and what limits them."""
+
+    arch: str
+    registers: int
+    threads: int
+    shared_bytes: int
+    warps_per_block: int
+    registers_per_warp: int
+    shared_per_block_allocated: int
+    limits: dict
+    active_blocks: int
+    active_warps: int
+    occupancy: float
+    limited_by: tuple[str, ...]
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def _register_limit(arch: Arch, registers: int, warps: int) -> tuple[int, int]:
+    per_warp = _round_up(registers * arch.warp_size, arch.register_allocation_unit)
+    assumed = per_warp * _round_up(warps, arch.register_sub_partitions)
+    if registers > arch.max_registers_per_thread or assumed > arch.registers_per_block:
+        return 0, per_warp
+    if per_warp == 0:
+        return arch.max_blocks_per_sm, per_warp
+    warps_per_part = (arch.registers_per_sm // arch.register_sub_partitions) // per_warp
+    return warps_per_part * arch.register_sub_partitions // warps, per_warp
+
+
+def _shared_limit(arch: Arch, shared_bytes: int) -> tuple[int, int]:
+    allocated = _round_up(shared_bytes + arch.shared_memory_reserved_per_block, arch.shared_memory_allocation_unit)
+    if allocated > arch.shared_memory_per_block + arch.shared_memory_reserved_per_block:
+        return 0, allocated
+    return arch.shared_memory_per_sm // allocated, allocated
+
+
+def occupancy(arch: Arch, registers: int, threads: int, shared_bytes: int = 0) -> Occupancy:
+    """Occupancy of a kernel using ``registers`` per thread in blocks of ``threads``."""
+    if not 1 <= threads <= arch.max_threads_per_block:
+        raise RegtuneError(f"{arch.name}: threads per block must be 1..{arch.max_threads_per_block}, got {threads}")
+    if registers < 0 or shared_bytes < 0:
+        raise RegtuneError(f"{arch.name}: registers and shared memory must not be negative")
+    warps = -(-threads // arch.warp_size)
+    by_registers, per_warp = _register_limit(arch, registers, warps)
+    by_shared, allocated = _shared_limit(arch, shared_bytes)
+    limits = {"warps": arch.max_warps_per_sm // warps, "blocks": arch.max_blocks_per_sm,
+              "registers": by_registers, "shared memory": by_shared}
+    blocks = min(limits.values())
+    return Occupancy(arch.name, registers, threads, shared_bytes, warps, per_warp, allocated, limits,
+                     blocks, blocks * warps, blocks * warps / arch.max_warps_per_sm,
+                     tuple(k for k, v in limits.items() if v == blocks))
+
+
+def next_register_step(arch: Arch, registers: int, threads: int, shared_bytes: int = 0) -> tuple[int, int] | None:
+    """The most registers per thread that gives more active warps, and those warps.
+
+    None when fewer registers cannot help (registers do not limit, or 0 already).
+
+    Examples
+    --------
+    >>> next_register_step(load_arch("sm_80"), 130, 256)
+    (128, 16)
+    """
+    now = occupancy(arch, registers, threads, shared_bytes).active_warps
+    for r in range(registers - 1, -1, -1):
+        warps = occupancy(arch, r, threads, shared_bytes).active_warps
+        if warps > now:
+            return r, warps
+    return None
+
+
+def bank_conflicts(program, assignment: dict, model: BankModel) -> tuple[int, list[tuple[int, int]]]:
+    """Predicted bank conflicts of an allocated program: the total and (instruction, cycles) pairs."""
+    per_instruction = []
+    for i, ins in enumerate(program.instructions):
+        sources = [r for op in ins.operands if hasattr(op, "name") for r in assignment.get(op.name, ())]
+        cost = model.conflicts(sources) if len(sources) > 1 else 0
+        if cost:
+            per_instruction.append((i, cost))
+    return sum(c for _, c in per_instruction), per_instruction

@@ -1,0 +1,262 @@
+"""Batched small GEMM, C = alpha*A*B + beta*C, seen from one thread.
+
+The config space is the seed document's: M, N, K each in 2..16, 3,375
+configs. A thread block serves a group of matrices; each thread computes
+a tm x tn tile of one C (tm divides M, tn divides N), so the program holds
+what ptxas must hold too: the thread and batch index arithmetic, the
+64-bit pointers, the A and B fragments, the accumulators and the
+alpha/beta epilogue, which loads C only when beta is not 0.
+
+Invariant: for one tile, MAXLIVE(load-all-first) >= MAXLIVE(k-outer) >=
+MAXLIVE(dot): loading everything first keeps every fragment live, k-outer
+keeps one column of A and one row of B, dot keeps one pair of elements.
+
+Examples
+--------
+>>> from engine.liveness import analyze
+>>> w = Gemm(8, 8, 8)
+>>> [analyze(gemm_program(w, tile=(4, 4), schedule=s)).maxlive for s in SCHEDULES]
+[77, 32, 26]
+>>> len(gemm_configs())
+3375
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.errors import RegtuneError
+from engine.ir import Program, parse
+from engine.liveness import analyze
+
+SIZES = range(2, 17)
+SCHEDULES = ("load-all-first", "k-outer", "dot")
+DEFAULT_SCHEDULE = "k-outer"
+HEADROOM = 0.25
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One GEMM configuration (single precision)."""
+
+    m: int
+    n: int
+    k: int
+
+    def as_dict(self) -> dict:
+        return {"kind": "gemm", "m": self.m, "n": self.n, "k": self.k, "dtype": "f32"}
+
+
+def gemm_configs() -> list[Gemm]:
+    """The seed's config space: every (M, N, K) with each in 2..16."""
+    return [Gemm(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
+
+
+def tiles(w: Gemm) -> list[tuple[int, int]]:
+    """Every tile tm x tn with tm dividing M and tn dividing N, largest first."""
+    options = [(tm, tn) for tm in range(1, w.m + 1) if w.m % tm == 0 for tn in range(1, w.n + 1) if w.n % tn == 0]
+    return sorted(options, key=lambda t: (-t[0] * t[1], abs(t[0] - t[1]), -t[0]))
+
+
+def check_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE) -> None:
+    """Raise a one-line error for a config, tile or schedule outside the space."""
+    for name, value in (("M", w.m), ("N", w.n), ("K", w.k)):
+        if value not in SIZES:
+            raise RegtuneError(f"GEMM {name}={value} is outside the config space 2..16")
+    if schedule not in SCHEDULES:
+        raise RegtuneError(f"unknown GEMM schedule {schedule!r} (known: {', '.join(SCHEDULES)})")
+    if tile is not None and (w.m % tile[0] or w.n % tile[1] or min(tile) < 1):
+        raise RegtuneError(f"tile {tile[0]}x{tile[1]} does not divide C ({w.m}x{w.n})")
+
+
+class _Writer:
+    def __init__(self, name: str):
+        self.lines = [f".kernel {name}"]
+
+    def block(self, name: str) -> None:
+        self.lines.append(f".block {name}")
+
+    def phase(self, name: str) -> None:
+        self.lines.append(f".phase {name}")
+
+    def __call__(self, text: str) -> None:
+        self.lines.append(f"  {text}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _index(out: _Writer, w: Gemm, tm: int, tn: int, per_block: int) -> None:
+    """Parameters, thread/batch index arithmetic and the 64-bit tile pointers."""
+    tiles_n, tiles = w.n // tn, (w.m // tm) * (w.n // tn)
+    out.phase("index")
+    for name, type_, symbol in (("pa", "u64", "A"), ("pb", "u64", "B"), ("pc", "u64", "C"),
+                                ("alpha", "f32", "alpha"), ("beta", "f32", "beta"), ("batch", "i32", "batch")):
+        out(f"%{name}:{type_} = param {symbol}")
+    out("%tid:i32 = sreg.tid.x")
+    out("%ctaid:i32 = sreg.ctaid.x")
+    out(f"%local:i32 = div.u32 %tid, {tiles}")
+    out(f"%mat:i32 = fma %ctaid, {per_block}, %local")
+    out("%inside:pred = setp.lt %mat, %batch")
+    out("cbr %inside, body, done")
+    out.block("body")
+    out.phase("index")
+    out(f"%tile:i32 = rem.u32 %tid, {tiles}")
+    out(f"%ti:i32 = div.u32 %tile, {tiles_n}")
+    out(f"%tj:i32 = rem.u32 %tile, {tiles_n}")
+    out(f"%col:i32 = mul %tj, {tn}")
+    out(f"%row_a:i32 = mul %ti, {tm * w.k}")
+    out(f"%ea:i32 = fma %mat, {w.m * w.k}, %row_a")
+    out(f"%eb:i32 = fma %mat, {w.k * w.n}, %col")
+    out(f"%row_c:i32 = fma %ti, {tm * w.n}, %col")
+    out(f"%ec:i32 = fma %mat, {w.m * w.n}, %row_c")
+    for name, e in (("a", "ea"), ("b", "eb"), ("c", "ec")):
+        out(f"%o{name}:u64 = mul.wide.s32 %{e}, 4")
+        out(f"%t{name}:u64 = add %p{name}, %o{name}")
+
+
+def _load_a(out, w, i, k, name=None):
+    out(f"%{name or f'a_{i}_{k}'}:f32 = ld.global %ta, {4 * (i * w.k + k)}")
+
+
+def _load_b(out, w, k, j, name=None):
+    out(f"%{name or f'b_{k}_{j}'}:f32 = ld.global %tb, {4 * (k * w.n + j)}")
+
+
+def _madd(out, i, j, k, a=None, b=None):
+    a, b = a or f"a_{i}_{k}", b or f"b_{k}_{j}"
+    if k == 0:
+        out(f"%acc_{i}_{j}:f32 = mul %{a}, %{b}")
+    else:
+        out(f"%acc_{i}_{j}:f32 = fma %{a}, %{b}, %acc_{i}_{j}")
+
+
+def _load_all_first(out, w, tm, tn):
+    out.phase("load")
+    for i in range(tm):
+        for k in range(w.k):
+            _load_a(out, w, i, k)
+    for k in range(w.k):
+        for j in range(tn):
+            _load_b(out, w, k, j)
+    out.phase("compute")
+    for k in range(w.k):
+        for i in range(tm):
+            for j in range(tn):
+                _madd(out, i, j, k)
+
+
+def _k_outer(out, w, tm, tn):
+    for k in range(w.k):
+        out.phase("load")
+        for i in range(tm):
+            _load_a(out, w, i, k)
+        for j in range(tn):
+            _load_b(out, w, k, j)
+        out.phase("compute")
+        for i in range(tm):
+            for j in range(tn):
+                _madd(out, i, j, k)
+
+
+def _dot(out, w, tm, tn):
+    for i in range(tm):
+        for j in range(tn):
+            for k in range(w.k):
+                a, b = f"a_{i}_{k}.j{j}", f"b_{k}_{j}.i{i}"
+                out.phase("load")
+                _load_a(out, w, i, k, a)
+                _load_b(out, w, k, j, b)
+                out.phase("compute")
+                _madd(out, i, j, k, a, b)
+
+
+def _epilogue(out, w, tm, tn):
+    out.phase("epilogue")
+    for i in range(tm):
+        for j in range(tn):
+            out(f"%acc_{i}_{j}:f32 = mul %acc_{i}_{j}, %alpha")
+    out("%beta_zero:pred = setp.eq %beta, 0")
+    out("cbr %beta_zero, store, beta")
+    out.block("beta")
+    out.phase("epilogue")
+    for i in range(tm):
+        for j in range(tn):
+            out(f"%c_{i}_{j}:f32 = ld.global %tc, {4 * (i * w.n + j)}")
+            out(f"%acc_{i}_{j}:f32 = fma %c_{i}_{j}, %beta, %acc_{i}_{j}")
+    out.block("store")
+    out.phase("epilogue")
+    for i in range(tm):
+        for j in range(tn):
+            out(f"st.global %tc, {4 * (i * w.n + j)}, %acc_{i}_{j}")
+    out("exit")
+    out.block("done")
+    out("exit")
+
+
+_SCHEDULE_WRITERS = {"load-all-first": _load_all_first, "k-outer": _k_outer, "dot": _dot}
+
+
+def matrices_per_block(w: Gemm, tile: tuple[int, int]) -> int:
+    """Matrices one thread block serves: enough tiles for about 128 threads."""
+    tiles_per_matrix = (w.m // tile[0]) * (w.n // tile[1])
+    return max(1, 128 // tiles_per_matrix)
+
+
+def threads_per_block(w: Gemm, tile: tuple[int, int]) -> int:
+    return matrices_per_block(w, tile) * (w.m // tile[0]) * (w.n // tile[1])
+
+
+def gemm_program(w: Gemm, tile: tuple[int, int], schedule: str = DEFAULT_SCHEDULE) -> Program:
+    """The per-thread program of ``w`` for one tile and schedule."""
+    check_gemm(w, tile, schedule)
+    tm, tn = tile
+    out = _Writer(f"gemm_m{w.m}n{w.n}k{w.k}_t{tm}x{tn}_{schedule.replace('-', '_')}")
+    out.block("entry")
+    _index(out, w, tm, tn, matrices_per_block(w, tile))
+    _SCHEDULE_WRITERS[schedule](out, w, tm, tn)
+    _epilogue(out, w, tm, tn)
+    return parse(out.text(), out.lines[0][8:])
+
+
+def _lower_bound(w: Gemm, tile: tuple[int, int], schedule: str) -> int:
+    """A MAXLIVE no program of this tile can beat: every accumulator plus the
+    fragments live beside them at the last k step (k-outer: a column of A and
+    a row of B; dot: one element of each); load-all-first also holds all of
+    A and B once the loads end."""
+    tm, tn = tile
+    if schedule == "load-all-first":
+        return max((tm + tn) * w.k, tm * tn + tm + tn)
+    return tm * tn + (tm + tn if schedule == "k-outer" else 2)
+
+
+def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tuple[int, int], Program]:
+    limit = (1 - headroom) * budget
+    for tile in tiles(w):
+        if _lower_bound(w, tile, schedule) > limit:
+            continue
+        program = gemm_program(w, tile, schedule)
+        if analyze(program).maxlive <= limit:
+            return tile, program
+    return (1, 1), gemm_program(w, (1, 1), schedule)
+
+
+def default_tile(w: Gemm, schedule: str = DEFAULT_SCHEDULE, budget: int = 255,
+                 headroom: float = HEADROOM) -> tuple[int, int]:
+    """The largest tile whose MAXLIVE keeps ``headroom`` of the budget free."""
+    check_gemm(w, None, schedule)
+    return _fitting(w, schedule, budget, headroom)[0]
+
+
+def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, budget: int = 255,
+               headroom: float = HEADROOM) -> tuple[Program, dict]:
+    """The program and its options (tile chosen by :func:`default_tile` when None)."""
+    check_gemm(w, tile, schedule)
+    if tile is None:
+        tile, program = _fitting(w, schedule, budget, headroom)
+    else:
+        tile = tuple(tile)
+        program = gemm_program(w, tile, schedule)
+    options = {"tile": list(tile), "schedule": schedule, "threads_per_block": threads_per_block(w, tile),
+               "matrices_per_block": matrices_per_block(w, tile)}
+    return program, options
