@@ -80,17 +80,22 @@ def _moves(program: Program, assignment: dict) -> int:
     return count
 
 
-def predict(plan: Plan) -> dict:
+def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
+    spill_ins, _ = spill_code_of(plan.program, plan.spills)
+    instructions = plan.program.instructions
+    stores = sorted(i for i in spill_ins if instructions[i].opcode == "st.local")
+    loads = sorted(i for i in spill_ins if instructions[i].opcode == "ld.local")
+    return stores, loads
+
+
+def predict(plan: Plan, execute: bool = True) -> dict:
     """The plan's predicted figures (computed, never copied).
 
-    ``spill_*_executed`` count the spill instructions run by the interpreter
-    on seed 0; where that run cannot finish, they are None and
-    ``executed_note`` says why.
+    With ``execute``, ``spill_*_executed`` count the spill instructions the
+    interpreter runs on seed 0 (see :func:`execution_figures`).
     """
     analysis = analyze(plan.program)
-    spill_ins, _ = spill_code_of(plan.program, plan.spills)
-    stores = sorted(i for i in spill_ins if plan.program.instructions[i].opcode == "st.local")
-    loads = sorted(i for i in spill_ins if plan.program.instructions[i].opcode == "ld.local")
+    stores, loads = _spill_instructions(plan)
     out = {
         "registers": registers_used(plan.assignment),
         "maxlive": analysis.maxlive,
@@ -101,13 +106,18 @@ def predict(plan: Plan) -> dict:
         "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
         "moves": _moves(plan.program, plan.assignment),
     }
+    return {**out, **execution_figures(plan)} if execute else out
+
+
+def execution_figures(plan: Plan) -> dict:
+    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish."""
+    stores, loads = _spill_instructions(plan)
     try:
         executed = run(plan.program, 0, registers=plan.assignment).executed
-        out["spill_stores_executed"] = sum(executed[i] for i in stores)
-        out["spill_loads_executed"] = sum(executed[i] for i in loads)
     except InterpreterError as exc:
-        out.update(spill_stores_executed=None, spill_loads_executed=None, executed_note=str(exc))
-    return out
+        return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
+    return {"spill_stores_executed": sum(executed[i] for i in stores),
+            "spill_loads_executed": sum(executed[i] for i in loads)}
 
 
 def plan_to_dict(plan: Plan) -> dict:

@@ -104,6 +104,15 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], d
     Copies are the reloads ``v.rK`` and the later definitions ``v.dK`` of a
     spilled value ``v``.
     """
+    memo = program.cache.get("spill_code_of")
+    if memo is not None and memo[0] is spills and memo[1] == len(spills):
+        return memo[2]
+    result = _find_spill_code(program, spills)
+    program.cache["spill_code_of"] = (spills, len(spills), result)
+    return result
+
+
+def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
     by_slot = {str(slot): v for v, slot in spills.items()}
     indices, origin = set(), {}
 

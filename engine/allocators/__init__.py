@@ -1,7 +1,7 @@
 """Register allocators, registered by name behind one interface.
 
-Invariant: every allocator is a function ``(program, analysis, budget) ->
-Plan`` in :data:`ALLOCATORS`; the plan it returns assigns every
+Invariant: every allocator is a function ``(program, analysis, budget,
+execute=True) -> Plan`` in :data:`ALLOCATORS`; the plan it returns assigns every
 non-predicate value of its program registers below ``budget`` (pairs
 even-aligned) so that no two values live at one point share a register,
 and values that did not fit are spilled through spill code in the plan's
@@ -26,7 +26,7 @@ from engine.ir import Program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, Plan
 
-#: name -> allocator function ``(program, analysis, budget) -> Plan``
+#: name -> allocator function ``(program, analysis, budget, execute=True) -> Plan``
 ALLOCATORS: dict = {}
 
 
@@ -46,12 +46,16 @@ def check_allocator(name: str) -> None:
         raise AllocationError(f"unknown allocator {name!r} (known: {', '.join(sorted(ALLOCATORS))})")
 
 
-def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis=None) -> Plan:
-    """Run the allocator ``name`` on ``program`` under a register ``budget``."""
+def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis=None, execute: bool = True) -> Plan:
+    """Run the allocator ``name`` on ``program`` under a register ``budget``.
+
+    ``execute=False`` leaves out the interpreter run that counts executed
+    spill instructions (sweeps over whole config spaces skip it).
+    """
     check_allocator(name)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise AllocationError(f"register budget must be a positive integer, got {budget!r}")
-    return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget)
+    return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget, execute=execute)
 
 
 from engine.allocators import chaitin_briggs, dsatur, linear_scan, naive  # noqa: E402,F401  (registration)

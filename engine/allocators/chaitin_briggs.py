@@ -67,6 +67,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("chaitin-briggs")
-def chaitin_briggs(program, analysis, budget):
+def chaitin_briggs(program, analysis, budget, execute=True):
     """Chaitin-Briggs colouring with optimistic select and cost-based spilling."""
-    return run_with_spilling(program, analysis, budget, "chaitin-briggs", _core)
+    return run_with_spilling(program, analysis, budget, "chaitin-briggs", _core, execute)

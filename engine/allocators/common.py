@@ -58,7 +58,7 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
         f"({analysis.program.instructions[i]}), where {int(analysis.pressure[i])} registers are live")
 
 
-def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core) -> Plan:
+def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, execute: bool = True) -> Plan:
     """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
     spills: dict[str, int] = {}
     unspillable: set[str] = set()
@@ -78,7 +78,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         unspillable |= set(new) | (set(program.values) - old)
         analysis = analyze(program)
     plan = Plan(program, _assignment(analysis, base), spills, budget, name)
-    return plan.with_(predicted=predict(plan))
+    return plan.with_(predicted=predict(plan, execute))
 
 
 def _assignment(analysis: Analysis, base: np.ndarray) -> dict:

@@ -88,6 +88,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("dsatur")
-def dsatur(program, analysis, budget):
+def dsatur(program, analysis, budget, execute=True):
     """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded."""
-    return run_with_spilling(program, analysis, budget, "dsatur", _core)
+    return run_with_spilling(program, analysis, budget, "dsatur", _core, execute)

@@ -69,6 +69,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("naive")
-def naive(program, analysis, budget):
+def naive(program, analysis, budget, execute=True):
     """One fresh register per value in definition order, never reused."""
-    return run_with_spilling(program, analysis, budget, "naive", _core)
+    return run_with_spilling(program, analysis, budget, "naive", _core, execute)

@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import RegtuneError
-from engine.ir import Program, parse
+from engine.ir import Program
 from engine.liveness import analyze
+from engine.workloads.writer import ProgramWriter
 
 SIZES = range(2, 17)
 SCHEDULES = ("load-all-first", "k-outer", "dot")
@@ -69,24 +70,7 @@ def check_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE) -> None:
         raise RegtuneError(f"tile {tile[0]}x{tile[1]} does not divide C ({w.m}x{w.n})")
 
 
-class _Writer:
-    def __init__(self, name: str):
-        self.lines = [f".kernel {name}"]
-
-    def block(self, name: str) -> None:
-        self.lines.append(f".block {name}")
-
-    def phase(self, name: str) -> None:
-        self.lines.append(f".phase {name}")
-
-    def __call__(self, text: str) -> None:
-        self.lines.append(f"  {text}")
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def _index(out: _Writer, w: Gemm, tm: int, tn: int, per_block: int) -> None:
+def _index(out: ProgramWriter, w: Gemm, tm: int, tn: int, per_block: int) -> None:
     """Parameters, thread/batch index arithmetic and the 64-bit tile pointers."""
     tiles_n, tiles = w.n // tn, (w.m // tm) * (w.n // tn)
     out.phase("index")
@@ -211,12 +195,12 @@ def gemm_program(w: Gemm, tile: tuple[int, int], schedule: str = DEFAULT_SCHEDUL
     """The per-thread program of ``w`` for one tile and schedule."""
     check_gemm(w, tile, schedule)
     tm, tn = tile
-    out = _Writer(f"gemm_m{w.m}n{w.n}k{w.k}_t{tm}x{tn}_{schedule.replace('-', '_')}")
+    out = ProgramWriter(f"gemm_m{w.m}n{w.n}k{w.k}_t{tm}x{tn}_{schedule.replace('-', '_')}")
     out.block("entry")
     _index(out, w, tm, tn, matrices_per_block(w, tile))
     _SCHEDULE_WRITERS[schedule](out, w, tm, tn)
     _epilogue(out, w, tm, tn)
-    return parse(out.text(), out.lines[0][8:])
+    return out.program()
 
 
 def _lower_bound(w: Gemm, tile: tuple[int, int], schedule: str) -> int:

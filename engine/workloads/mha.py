@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass
 
 from engine.errors import RegtuneError
-from engine.ir import Program, parse
+from engine.ir import Program
+from engine.workloads.writer import ProgramWriter
 
 HEADS = (16, 32, 40, 64, 96, 128)
 BATCHES = (1, 4, 16, 32, 64, 128, 256, 512, 1024)
@@ -144,22 +145,6 @@ def check_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC) -> None:
         raise RegtuneError(f"keys per K/V tile bc={bc} must be even and divide {SEQ_LEN}")
 
 
-class _Writer:
-    def __init__(self, name: str):
-        self.lines = [f".kernel {name}"]
-
-    def block(self, name: str, phase: str | None = None) -> None:
-        self.lines.append(f".block {name}")
-        if phase:
-            self.lines.append(f".phase {phase}")
-
-    def phase(self, name: str) -> None:
-        self.lines.append(f".phase {name}")
-
-    def __call__(self, text: str) -> None:
-        self.lines.append(f"  {text}")
-
-
 class _Builder:
     """Writes the per-thread program; ``heads`` are the query heads a pass serves."""
 
@@ -168,7 +153,7 @@ class _Builder:
         self.tpr = threads_per_row(w.head_dim)
         self.e = w.head_dim // self.tpr
         self.trips = (o.window or w.seq_len) // o.bc
-        self.out = _Writer(f"mha_d{w.head_dim}_g{w.groups}_bc{o.bc}")
+        self.out = ProgramWriter(f"mha_d{w.head_dim}_g{w.groups}_bc{o.bc}")
 
     def prologue(self) -> None:
         out, w, e = self.out, self.w, self.e
@@ -338,9 +323,6 @@ class _Builder:
                 for d in range(e):
                     out(f"st.global %po, {4 * (targets.index(t) * e + d)}, %acc_{t}_{d}")
 
-    def text(self) -> str:
-        return "\n".join(self.out.lines) + "\n"
-
 
 def mha_program(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = False) -> Program:
     """The per-thread program (projection phase only, or the fused attention pass)."""
@@ -359,7 +341,7 @@ def mha_program(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = 
             b.loop(f"kv{n}", heads)
             b.epilogue(heads)
     b.out("exit")
-    return parse(b.text(), b.out.lines[0][8:])
+    return b.out.program()
 
 
 def build_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = False) -> tuple[Program, dict]:

@@ -1,0 +1,94 @@
+"""Sweeps: every allocator over whole config spaces, statically verified.
+
+Invariant: a row is computed from the config alone (default options,
+budget 255), so rows computed in different processes agree; every plan in
+a row has passed :func:`engine.verify.static_conflicts`, or the row
+carries the error.
+Per-thread MHA programs depend only on (head_dim, groups, strategies):
+configs that share one are evaluated once and the row is reused.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+from engine.allocators import ALLOCATORS, allocate
+from engine.errors import RegtuneError
+from engine.ir import parse, print_program
+from engine.jobs import Cancelled, NullProgress
+from engine.liveness import analyze
+from engine.verify import static_conflicts
+from engine.workloads.gemm import Gemm, build_gemm
+from engine.workloads.mha import Mha, build_mha
+
+
+def evaluate_program(program, budget: int = 255) -> dict:
+    """MAXLIVE and each allocator's registers and spills for one program."""
+    t = time.perf_counter()
+    analysis = analyze(program)
+    row = {"instructions": len(program.instructions), "maxlive": analysis.maxlive, "allocators": {}}
+    for name in sorted(ALLOCATORS):
+        plan = allocate(name, program, budget, analysis, execute=False)
+        conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
+        if conflicts:
+            raise RegtuneError(f"{program.name}: {name} plan is invalid: {conflicts[0].message}")
+        row["allocators"][name] = {"registers": plan.predicted["registers"], "spilled": plan.predicted["spilled_values"]}
+    row["seconds"] = time.perf_counter() - t
+    return row
+
+
+def parses_back(program) -> bool:
+    """Whether the program's printed text parses to the same program."""
+    return parse(print_program(program)) == program
+
+
+def evaluate_gemm(w: Gemm) -> dict:
+    program, options = build_gemm(w)
+    return {"workload": w.as_dict(), "options": options, **evaluate_program(program)}
+
+
+def evaluate_mha_program(head_dim: int, groups: int, strategies=()) -> dict:
+    program, options = build_mha(Mha(32, 64, head_dim, groups), strategies)
+    return {"options": options, **evaluate_program(program)}
+
+
+def _safe(fn, item):
+    try:
+        return fn(item)
+    except RegtuneError as exc:
+        return {"error": str(exc)}
+
+
+def run_parallel(fn, items, workers: int | None = None, progress=None) -> list:
+    """``fn`` over ``items`` on a local process pool, results in input order."""
+    progress = progress or NullProgress()
+    results = [None] * len(items)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_safe, fn, item): k for k, item in enumerate(items)}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            progress.advance(done, len(items))
+            if progress.cancelled():
+                for f in futures:
+                    f.cancel()
+                raise Cancelled(f"sweep cancelled after {done} of {len(items)} items")
+    return results
+
+
+def sweep_gemm(configs, workers=None, progress=None) -> list[dict]:
+    """One row per GEMM config."""
+    return run_parallel(evaluate_gemm, list(configs), workers, progress)
+
+
+def sweep_mha(configs, strategies=(), workers=None, progress=None) -> list[dict]:
+    """One row per MHA config; configs sharing a per-thread program share its row."""
+    configs = list(configs)
+    keys = sorted({(c.head_dim, c.groups) for c in configs})
+    rows = run_parallel(_mha_key, [(d, g, tuple(strategies)) for d, g in keys], workers, progress)
+    by_key = dict(zip(keys, rows))
+    return [{"workload": c.as_dict(), **by_key[(c.head_dim, c.groups)]} for c in configs]
+
+
+def _mha_key(key):
+    return evaluate_mha_program(*key)
