@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
 from engine.interp import run
 from engine.ir import Program, parse, print_program
@@ -105,8 +106,16 @@ def predict(plan: Plan, execute: bool = True) -> dict:
         "spill_loads": len(loads),
         "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
         "moves": _moves(plan.program, plan.assignment),
+        **_banks(plan),
     }
     return {**out, **execution_figures(plan)} if execute else out
+
+
+def _banks(plan: Plan) -> dict:
+    """Bank conflicts of the assignment under the plan's arch (sm_80 when it names none)."""
+    arch = load_arch(plan.options.get("arch", "sm_80"))
+    total, _ = bank_conflicts(plan.program, plan.assignment, arch.bank_model)
+    return {"bank_conflicts": total, "bank_model": f"{arch.name}: {arch.bank_model.name}"}
 
 
 def execution_figures(plan: Plan) -> dict:

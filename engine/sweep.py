@@ -14,6 +14,7 @@ import concurrent.futures
 import time
 
 from engine.allocators import ALLOCATORS, allocate
+from engine.allocators.naive import naive_demand
 from engine.errors import RegtuneError
 from engine.ir import parse, print_program
 from engine.jobs import Cancelled, NullProgress
@@ -27,7 +28,8 @@ def evaluate_program(program, budget: int = 255) -> dict:
     """MAXLIVE and each allocator's registers and spills for one program."""
     t = time.perf_counter()
     analysis = analyze(program)
-    row = {"instructions": len(program.instructions), "maxlive": analysis.maxlive, "allocators": {}}
+    row = {"instructions": len(program.instructions), "maxlive": analysis.maxlive,
+           "naive_demand": naive_demand(analysis), "allocators": {}}
     for name in sorted(ALLOCATORS):
         plan = allocate(name, program, budget, analysis, execute=False)
         conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)

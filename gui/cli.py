@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
+from engine.arch import ARCHS, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
-from engine.ir import Program, parse
+from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, check_plan, load_plan, write_plan
 from engine.verify import verify_execution
+from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
+from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +45,58 @@ def read_program(path: str) -> Program:
     except (OSError, UnicodeDecodeError) as exc:
         raise RegtuneError(f"{path}: cannot read: {exc}") from None
     return parse(text, path)
+
+
+def _tile(text: str) -> tuple[int, int]:
+    try:
+        tm, tn = (int(x) for x in text.lower().split("x"))
+        return tm, tn
+    except ValueError:
+        raise RegtuneError(f"--tile must look like 4x8, got {text!r}") from None
+
+
+def _strategies(text: str | None) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip()) if text else ()
+
+
+def _need(args, *names) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None) is None]
+    if missing:
+        raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
+
+
+def workload_program(args) -> tuple[Program, dict, dict]:
+    """Program, workload and options from a file path or the words gemm/mha plus flags."""
+    if args.source == "gemm":
+        _need(args, "m", "n", "k")
+        w = Gemm(args.m, args.n, args.k)
+        program, options = build_gemm(w, _tile(args.tile) if args.tile else None, args.schedule, args.budget)
+        return program, w.as_dict(), options
+    if args.source == "mha":
+        _need(args, "heads", "batch", "head_dim", "groups")
+        w = Mha(args.heads, args.batch, args.head_dim, args.groups)
+        program, options = build_mha(w, _strategies(args.strategies), args.bc, args.projection)
+        return program, w.as_dict(), options
+    program = read_program(args.source)
+    return program, {"kind": "program", "name": program.name, "source": args.source}, {}
+
+
+def _workload_flags(p) -> None:
+    p.add_argument("source", help="program file in RegTune's IR text form, or 'gemm' / 'mha' with the flags below")
+    g = p.add_argument_group("GEMM (source 'gemm')")
+    g.add_argument("--m", type=int)
+    g.add_argument("--n", type=int)
+    g.add_argument("--k", type=int)
+    g.add_argument("--tile", help="TMxTN, e.g. 4x4 (default: the largest that keeps 25%% headroom)")
+    g.add_argument("--schedule", default="k-outer", help=f"one of: {', '.join(SCHEDULES)}")
+    g = p.add_argument_group("MHA (source 'mha', seq_len 2048)")
+    g.add_argument("--heads", type=int)
+    g.add_argument("--batch", type=int)
+    g.add_argument("--head-dim", dest="head_dim", type=int)
+    g.add_argument("--groups", type=int)
+    g.add_argument("--strategies", help=f"comma-separated: {', '.join(STRATEGIES)}")
+    g.add_argument("--bc", type=int, default=DEFAULT_BC, help="keys per K/V tile")
+    g.add_argument("--projection", action="store_true", help="the Q/K/V projection phase instead")
 
 
 def analysis_summary(program: Program) -> dict:
@@ -65,7 +121,7 @@ def analysis_summary(program: Program) -> dict:
 
 
 def cmd_analyze(args) -> int:
-    s = analysis_summary(read_program(args.program))
+    s = analysis_summary(workload_program(args)[0])
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
@@ -86,14 +142,14 @@ def _plan_line(plan) -> str:
 
 def cmd_allocate(args) -> int:
     check_allocator(args.allocator)
-    program = read_program(args.program)
+    program, workload, options = workload_program(args)
     plan = allocate(args.allocator, program, args.budget)
     check_plan(plan, args.out)
     verified = ""
     if not args.no_verify:
         verify_execution(plan.program, plan.assignment, plan.spills)
         verified = ", verified by execution on 3 random inputs"
-    write_plan(plan.with_(workload={"kind": "program", "name": program.name, "source": args.program}), args.out)
+    write_plan(plan.with_(workload=workload, options=options), args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
 
@@ -107,20 +163,91 @@ def cmd_check(args) -> int:
     return 0
 
 
+def cmd_configs(args) -> int:
+    configs = gemm_configs() if args.space == "gemm" else mha_configs()
+    if args.count:
+        print(len(configs))
+    elif args.json:
+        print(json.dumps([c.as_dict() for c in configs]))
+    else:
+        for c in configs:
+            print(" ".join(f"{k}={v}" for k, v in c.as_dict().items() if k not in ("kind", "dtype")))
+    return 0
+
+
+def cmd_program(args) -> int:
+    print(print_program(workload_program(args)[0]), end="")
+    return 0
+
+
+def cmd_occupancy(args) -> int:
+    arch = load_arch(args.arch)
+    occ = occupancy(arch, args.regs, args.threads, args.smem)
+    if args.json:
+        print(json.dumps(occ.__dict__, indent=1))
+        return 0
+    print(f"{arch.name} ({arch.gpu}): {args.regs} registers x {args.threads} threads, {args.smem} B shared")
+    print(f"  registers per warp allocated: {occ.registers_per_warp}; shared per block allocated: {occ.shared_per_block_allocated} B")
+    print("  blocks per SM allowed by " + ", ".join(f"{k}: {v}" for k, v in occ.limits.items()))
+    print(f"  active: {occ.active_blocks} blocks, {occ.active_warps} of {arch.max_warps_per_sm} warps "
+          f"= {occ.occupancy:.1%} occupancy, limited by {' and '.join(occ.limited_by)}")
+    step = next_register_step(arch, args.regs, args.threads, args.smem)
+    if step:
+        print(f"  free {args.regs - step[0]} registers (to {step[0]}) to reach {step[1]} warps")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from engine.jobs import PrintProgress
+    from engine.plan import write_text_atomic
+    from engine.report import seed_report
+
+    if args.sample < 1:
+        raise RegtuneError(f"--sample must be at least 1, got {args.sample}")
+    text = seed_report(args.sample, args.workers, PrintProgress("GEMM configs"))
+    write_text_atomic(args.out, text)
+    print(text)
+    print(f"(written to {args.out})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="regtune", description="Register allocation workbench for GPU kernels.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    p = sub.add_parser("configs", help="list a config space (gemm: 3,375; mha: 1,512)")
+    p.add_argument("space", choices=["gemm", "mha"])
+    p.add_argument("--count", action="store_true", help="print only the number of configs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_configs)
+    p = sub.add_parser("program", help="print the per-thread program of a workload")
+    _workload_flags(p)
+    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under")
+    p.set_defaults(func=cmd_program)
     p = sub.add_parser("analyze", help="liveness, MAXLIVE and interference of a program")
-    p.add_argument("program", help="program in RegTune's IR text form")
+    _workload_flags(p)
+    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_analyze)
     p = sub.add_parser("allocate", help="run an allocator and write a plan file")
-    p.add_argument("program", help="program in RegTune's IR text form")
+    _workload_flags(p)
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="registers per thread (default 255)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     p.add_argument("--no-verify", action="store_true", help="skip the check by execution")
     p.set_defaults(func=cmd_allocate)
+    p = sub.add_parser("occupancy", help="active warps per SM for a register count")
+    p.add_argument("--arch", default="sm_80", help=f"one of: {', '.join(ARCHS)}")
+    p.add_argument("--regs", type=int, required=True, help="registers per thread")
+    p.add_argument("--threads", type=int, required=True, help="threads per block")
+    p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_occupancy)
+    p = sub.add_parser("report", help="reports; 'seed': the seed document's claims re-measured")
+    p.add_argument("which", choices=["seed"])
+    p.add_argument("--out", default="seed-report.md", help="Markdown file to write (default seed-report.md)")
+    p.add_argument("--sample", type=int, default=1, help="evaluate every N-th GEMM config only (default: all)")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="check a plan file statically and by execution")
     p.add_argument("plan", help="plan file (JSON)")
     p.set_defaults(func=cmd_check)
@@ -139,6 +266,9 @@ def main(argv=None) -> int:
     except RegtuneError as exc:
         print(f"regtune: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (head, less) closed the pipe: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

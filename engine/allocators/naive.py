@@ -72,3 +72,10 @@ def _core(analysis, budget, unspillable):
 def naive(program, analysis, budget, execute=True):
     """One fresh register per value in definition order, never reused."""
     return run_with_spilling(program, analysis, budget, "naive", _core, execute)
+
+
+def naive_demand(analysis) -> int:
+    """Registers the naive scheme needs with no budget: every value its own, pairs even-aligned."""
+    widths = analysis.widths.tolist()
+    fresh, _ = _fresh(widths, [v for v, w in enumerate(widths) if w > 0], float("inf"))
+    return max((r + widths[v] for v, r in fresh.items()), default=0)

@@ -61,3 +61,14 @@ def test_bank_conflicts_of_an_assignment():
     assert bank_conflicts(program, {"a": (0,), "b": (1,), "c": (2,), "d": (0,)}, model) == (0, [])
     strict = BankModel("one-read", 2, 1)
     assert bank_conflicts(program, {"a": (0,), "b": (1,), "c": (2,), "d": (0,)}, strict) == (1, [(3, 1)])
+
+
+def test_plans_predict_bank_conflicts_under_their_arch():
+    from engine.allocators import allocate
+    from engine.workloads.gemm import Gemm, build_gemm
+
+    program, _ = build_gemm(Gemm(4, 4, 4))
+    plan = allocate("dsatur", program)
+    expected, _ = bank_conflicts(plan.program, plan.assignment, load_arch("sm_80").bank_model)
+    assert plan.predicted["bank_conflicts"] == expected > 0
+    assert plan.predicted["bank_model"] == "sm_80: two-banks-two-reads"

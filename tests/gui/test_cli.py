@@ -101,3 +101,65 @@ def test_headless_commands_never_import_qt():
             "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))]" % EXAMPLE)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("space, count", [("gemm", "3375"), ("mha", "1512")])
+def test_config_counts(space, count):
+    assert regtune("configs", space, "--count").stdout.strip() == count
+
+
+def test_program_prints_ir_that_parses_back():
+    from engine.ir import parse, print_program
+
+    r = regtune("program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "2x2", "--schedule", "dot")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(".kernel gemm_m4n4k4_t2x2_dot\n")
+    assert print_program(parse(r.stdout)) == r.stdout
+    r = regtune("program", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4",
+                "--strategies", "fp16-softmax")
+    assert r.returncode == 0 and "cvt.rn.f16x2.f32" in r.stdout
+
+
+def test_analyze_and_allocate_take_workload_flags(tmp_path):
+    r = regtune("analyze", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4", "--json")
+    assert json.loads(r.stdout)["kernel"] == "mha_d64_g4_bc16"
+    out = tmp_path / "p.json"
+    r = regtune("allocate", "gemm", "--m", "4", "--n", "4", "--k", "4", "--allocator", "linear-scan", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert data["workload"] == {"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}
+    assert data["options"]["schedule"] == "k-outer" and data["options"]["tile"] == [4, 4]
+
+
+def test_occupancy_command():
+    r = regtune("occupancy", "--arch", "sm_80", "--regs", "130", "--threads", "256")
+    assert r.returncode == 0, r.stderr
+    assert "1 blocks, 8 of 64 warps = 12.5% occupancy, limited by registers" in r.stdout
+    assert "free 2 registers (to 128) to reach 16 warps" in r.stdout
+    data = json.loads(regtune("occupancy", "--arch", "sm_90", "--regs", "32", "--threads", "128", "--json").stdout)
+    assert data["active_warps"] == 64
+
+
+@pytest.mark.parametrize("args, message", [
+    (["analyze", "gemm", "--m", "4"], "regtune: error: gemm needs --n, --k"),
+    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "3x4"], "regtune: error: tile 3x4 does not divide C (4x4)"),
+    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must look like 4x8, got 'big'"),
+    (["program", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4", "--strategies", "x"],
+     "regtune: error: unknown MHA strategy 'x'"),
+    (["occupancy", "--arch", "sm_70", "--regs", "32", "--threads", "128"], "regtune: error: unknown architecture 'sm_70'"),
+])
+def test_workload_errors_are_one_line(args, message):
+    r = regtune(*args)
+    assert r.returncode == 2 and r.stderr.startswith(message) and r.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_seed_report_is_computed_and_written(tmp_path):
+    out = tmp_path / "seed.md"
+    r = regtune("report", "seed", "--sample", "151", "--out", str(out), "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert r.stdout.startswith(text.rstrip("\n")[:200])
+    assert "Over 23 GEMM configs (every 151th)" in text
+    assert "| baseline | 128 |" in text and "| head-shared | — |" in text
+    assert "12 accumulators per thread is 2 query heads per thread" in text

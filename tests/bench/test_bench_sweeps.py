@@ -1,0 +1,28 @@
+"""The whole config spaces: every config builds, parses back, and verifies under every allocator."""
+
+import pytest
+
+from engine.sweep import parses_back, run_parallel
+from engine.workloads.gemm import build_gemm, gemm_configs
+from tests.bench.bench_sweeps import main
+
+
+def _gemm_parses_back(w):
+    return parses_back(build_gemm(w)[0])
+
+
+@pytest.mark.slow
+def test_every_config_of_both_spaces_verifies_under_every_allocator(capsys):
+    results = main([])
+    with capsys.disabled():
+        print("\n" + capsys.readouterr().out)
+    for name, expected in (("GEMM", 3375), ("MHA", 1512)):
+        rows = results[name]["rows"]
+        assert len(rows) == expected
+        assert [r for r in rows if "error" in r] == []
+        assert all(set(r["allocators"]) == {"naive", "linear-scan", "chaitin-briggs", "dsatur"} for r in rows)
+
+
+@pytest.mark.slow
+def test_every_gemm_program_parses_back_from_its_text():
+    assert all(run_parallel(_gemm_parses_back, gemm_configs()))
