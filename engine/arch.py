@@ -23,6 +23,8 @@ import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
 
+import numpy as np
+
 from engine.errors import RegtuneError
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
@@ -162,11 +164,33 @@ def next_register_step(arch: Arch, registers: int, threads: int, shared_bytes: i
 
 
 def bank_conflicts(program, assignment: dict, model: BankModel) -> tuple[int, list[tuple[int, int]]]:
-    """Predicted bank conflicts of an allocated program: the total and (instruction, cycles) pairs."""
-    per_instruction = []
-    for i, ins in enumerate(program.instructions):
-        sources = [r for op in ins.operands if hasattr(op, "name") for r in assignment.get(op.name, ())]
-        cost = model.conflicts(sources) if len(sources) > 1 else 0
-        if cost:
-            per_instruction.append((i, cost))
-    return sum(c for _, c in per_instruction), per_instruction
+    """Predicted bank conflicts of an allocated program: the total and (instruction, cycles) pairs.
+
+    Each instruction's distinct source registers (operands, both halves of
+    a pair) are counted per bank; see :meth:`BankModel.conflicts`.
+    """
+    from engine.liveness import analyze
+
+    analysis = analyze(program)
+    reads = analysis.operand_reads
+    base = np.full(len(analysis.names), -1, dtype=np.int64)
+    for v, name in enumerate(analysis.names):
+        regs = assignment.get(name)
+        if regs:
+            base[v] = regs[0]
+    ins, val = reads[:, 0], reads[:, 1]
+    keep = base[val] >= 0
+    ins, val = ins[keep], val[keep]
+    pair = analysis.widths[val] == 2
+    ins = np.concatenate([ins, ins[pair]])
+    regs = np.concatenate([base[val], base[val[pair]] + 1])
+    if not len(regs):
+        return 0, []
+    unique = np.unique(ins * (1 << 20) + regs)
+    ins, regs = unique >> 20, unique & ((1 << 20) - 1)
+    cell = ins * model.banks + regs % model.banks
+    cells, counts = np.unique(cell, return_counts=True)
+    cost = -(-counts // model.reads_per_bank) - 1
+    per = np.bincount(cells[cost > 0] // model.banks, weights=cost[cost > 0])
+    where = np.flatnonzero(per)
+    return int(per.sum()), [(int(i), int(per[i])) for i in where]

@@ -4,9 +4,9 @@ Invariant (DESIGN.md's convention): a value is live from just after a
 definition to its last use, so a result may take the register of an operand
 whose last use it is. Positions number the two moments of instruction ``i``:
 ``2*i`` when it reads its operands and ``2*i+1`` when it writes its results.
-A *segment* is a maximal run of positions inside one block where a value is
-live; a value defined and never used gets the one-position segment of its
-definition. The pressure at ``i`` is the width of the values covering
+A *segment* is a maximal run of consecutive positions where a value is
+live (segments of consecutive blocks in layout order are joined); a value
+defined and never used gets the one-position segment of its definition. The pressure at ``i`` is the width of the values covering
 position ``2*i+1``: the values live after ``i`` plus the results of ``i``
 that are never used. Predicate values (width 0) are tracked but never count.
 
@@ -98,6 +98,14 @@ class Analysis:
         index, rows = self.index, []
         for i, ins in enumerate(self.program.instructions):
             rows.extend((i, index[n]) for n in dict.fromkeys(ins.uses + tuple(d.name for d in ins.defs)))
+        return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+    @cached_property
+    def operand_reads(self) -> np.ndarray:
+        """(instruction, value) rows: each value an instruction reads as an operand, once."""
+        index, rows = self.index, []
+        for i, ins in enumerate(self.program.instructions):
+            rows.extend((i, index[op.name]) for op in dict.fromkeys(ins.operands) if hasattr(op, "name"))
         return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
     @cached_property
@@ -232,8 +240,7 @@ def _analyze(program: Program) -> Analysis:
     live_in, live_out = block_liveness(program, index)
     segs: list[tuple[int, int, int]] = []
     _block_segments(program, index, live_out, segs)
-    seg = np.array(segs, dtype=np.int64).reshape(-1, 3)
-    seg_value, seg_start, seg_end = seg[:, 0], seg[:, 1], seg[:, 2]
+    seg_value, seg_start, seg_end = merge_adjacent(np.array(segs, dtype=np.int64).reshape(-1, 3))
     n_ins = len(program.instructions)
     start = np.full(len(names), 2 * n_ins, dtype=np.int64)
     end = np.full(len(names), -1, dtype=np.int64)
@@ -247,6 +254,27 @@ def _analyze(program: Program) -> Analysis:
         loop_depth=loop_depths(program),
         undefined=tuple(names[v] for v in _bits(live_in[0])) if program.blocks else (),
     )
+
+
+def merge_adjacent(seg: np.ndarray):
+    """Segments (value, start, end) with each value's touching segments joined.
+
+    A value live out of one block and into the next in layout order covers
+    consecutive positions: one segment says the same with less work later.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in merge_adjacent(np.array([[0, 4, 7], [0, 0, 3], [1, 2, 2], [0, 9, 9]]))]
+    [[0, 0, 1], [0, 9, 2], [7, 9, 2]]
+    """
+    order = np.lexsort((seg[:, 1], seg[:, 0]))
+    v, s, e = seg[order, 0], seg[order, 1], seg[order, 2]
+    joins = np.r_[False, (v[1:] == v[:-1]) & (s[1:] == e[:-1] + 1)] if len(v) else np.zeros(0, bool)
+    first = ~joins
+    group = np.cumsum(first) - 1
+    last_end = np.zeros(int(first.sum()), dtype=np.int64)
+    np.maximum.at(last_end, group, e)
+    return v[first], s[first], last_end
 
 
 def _pressure(n_ins, widths, seg_value, seg_start, seg_end) -> np.ndarray:
