@@ -74,10 +74,11 @@ def threads_per_row(head_dim: int) -> int:
 
 
 def _strategy_qk_symmetric(o: "_Options") -> None:
-    """qk-symmetric: in the projection phase, compute K's projection after Q's
-    on the same accumulator registers instead of beside them. The fused
-    attention pass has no such pair (Q stays resident, K streams), so
-    without ``projection`` it changes nothing."""
+    """qk-symmetric: in the projection phase, the K projection (with V's)
+    runs in a second pass over the input, on the registers the Q
+    accumulators held in the first, instead of beside them. The fused attention pass has no such pair
+    (Q stays resident, K streams), so without ``projection`` it changes
+    nothing."""
     o.qk_sequential = True
 
 
@@ -296,7 +297,7 @@ class _Builder:
         out("%px:u64 = param X")
         out("%pw:u64 = param W")
         targets = [f"q{g}" for g in range(w.groups)] + ["k", "v"]
-        groups = [targets[:-2], ["k"], ["v"]] if self.o.qk_sequential else [targets]
+        groups = [targets[:-2], ["k", "v"]] if self.o.qk_sequential else [targets]
         for n, group in enumerate(groups):
             out.phase("projection")
             for t in group:
