@@ -115,11 +115,16 @@ class Instruction:
     #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
     phase: str | None = None
 
-    @cached_property
+    @property
     def uses(self) -> tuple[str, ...]:
-        """Names of the values read, operands first, then the guard."""
-        names = tuple(op.name for op in self.operands if isinstance(op, Use))
-        return names + ((self.guard,) if self.guard is not None else ())
+        """Names of the values read, operands first, then the guard (computed once)."""
+        try:
+            return self.__dict__["_uses"]
+        except KeyError:
+            names = tuple(op.name for op in self.operands if type(op) is Use)
+            names += (self.guard,) if self.guard is not None else ()
+            self.__dict__["_uses"] = names
+            return names
 
     @property
     def is_terminator(self) -> bool:

@@ -39,7 +39,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from engine.ir import Program, successors
+from engine.ir import Program, Use, successors
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,17 +95,18 @@ class Analysis:
     @cached_property
     def occurrences(self) -> np.ndarray:
         """(instruction, value) rows: each value an instruction reads or writes, once."""
-        index, rows = self.index, []
-        for i, ins in enumerate(self.program.instructions):
-            rows.extend((i, index[n]) for n in dict.fromkeys(ins.uses + tuple(d.name for d in ins.defs)))
-        return np.array(rows, dtype=np.int64).reshape(-1, 2)
+        index = self.index
+        codes = np.fromiter((i * len(index) + index[n] for i, ins in enumerate(self.program.instructions)
+                             for n in (*ins.uses, *(d.name for d in ins.defs))), dtype=np.int64)
+        codes = np.unique(codes)
+        return np.stack([codes // max(len(index), 1), codes % max(len(index), 1)], axis=1)
 
     @cached_property
     def operand_reads(self) -> np.ndarray:
-        """(instruction, value) rows: each value an instruction reads as an operand, once."""
-        index, rows = self.index, []
-        for i, ins in enumerate(self.program.instructions):
-            rows.extend((i, index[op.name]) for op in dict.fromkeys(ins.operands) if hasattr(op, "name"))
+        """(instruction, value) rows: each operand read (a value read twice appears twice)."""
+        index = self.index
+        rows = [(i, index[op.name]) for i, ins in enumerate(self.program.instructions)
+                for op in ins.operands if type(op) is Use]
         return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
     @cached_property

@@ -83,7 +83,7 @@ def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
 
 
 def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> list[Instruction]:
-    if not any(u in slots for u in ins.uses) and not any(d.name in slots for d in ins.defs):
+    if slots.keys().isdisjoint(ins.uses) and (not ins.defs or slots.keys().isdisjoint(d.name for d in ins.defs)):
         return [ins]
     before, renamed = [], {}
     for name in dict.fromkeys(u for u in ins.uses if u in slots):

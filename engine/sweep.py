@@ -11,6 +11,7 @@ configs that share one are evaluated once and the row is reused.
 from __future__ import annotations
 
 import concurrent.futures
+import multiprocessing
 import time
 
 from engine.allocators import ALLOCATORS, allocate
@@ -66,7 +67,11 @@ def run_parallel(fn, items, workers: int | None = None, progress=None) -> list:
     """``fn`` over ``items`` on a local process pool, results in input order."""
     progress = progress or NullProgress()
     results = [None] * len(items)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+    # Fresh interpreters, not forks: a forked worker inherits the parent's heap
+    # (a test runner's, or a Qt window's) and its garbage collector then walks
+    # and copies all of it; forking a process that runs Qt is unsafe besides.
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(_safe, fn, item): k for k, item in enumerate(items)}
         for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
             results[futures[future]] = future.result()

@@ -82,5 +82,5 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
 
 
 def _assignment(analysis: Analysis, base: np.ndarray) -> dict:
-    return {n: tuple(range(int(base[v]), int(base[v]) + int(analysis.widths[v])))
-            for v, n in enumerate(analysis.names) if analysis.widths[v] > 0}
+    return {n: (b,) if w == 1 else (b, b + 1)
+            for n, b, w in zip(analysis.names, base.tolist(), analysis.widths.tolist()) if w > 0}
