@@ -115,16 +115,12 @@ class Instruction:
     #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
     phase: str | None = None
 
-    @property
-    def uses(self) -> tuple[str, ...]:
-        """Names of the values read, operands first, then the guard (computed once)."""
-        try:
-            return self.__dict__["_uses"]
-        except KeyError:
-            names = tuple(op.name for op in self.operands if type(op) is Use)
-            names += (self.guard,) if self.guard is not None else ()
-            self.__dict__["_uses"] = names
-            return names
+    #: names of the values read, operands first, then the guard (derived)
+    uses: tuple[str, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        names = tuple(op.name for op in self.operands if type(op) is Use)
+        object.__setattr__(self, "uses", names + (self.guard,) if self.guard is not None else names)
 
     @property
     def is_terminator(self) -> bool:

@@ -115,6 +115,8 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], d
 def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
     by_slot = {str(slot): v for v, slot in spills.items()}
     indices, origin = set(), {}
+    if not spills:
+        return indices, origin
 
     def copy_of(v: str, name: str) -> bool:
         if name == v:

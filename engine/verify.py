@@ -138,19 +138,22 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     return sorted(found)
 
 
-def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0, 1, 2)) -> int:
+def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0, 1, 2),
+                     max_steps: int = 2_000_000) -> int:
     """Run original and allocated programs on random inputs; return the steps run.
 
     Raises
     ------
     VerificationError
         naming the seed, the first store that differs and its address.
+    InterpreterError
+        when a run reads an undefined value or exceeds ``max_steps``.
     """
     original = remove_spill_code(program, spills)
     steps = 0
     for seed in seeds:
-        want = reference_stores(original, seed)
-        got = run(program, seed, registers=assignment).stores
+        want = reference_stores(original, seed, max_steps)
+        got = run(program, seed, registers=assignment, max_steps=max_steps).stores
         steps += len(want)
         if got != want:
             raise VerificationError(_first_difference(seed, want, got))
@@ -158,9 +161,9 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0,
 
 
 @functools.lru_cache(maxsize=32)
-def reference_stores(program: Program, seed: int) -> list:
+def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000) -> list:
     """Stores of ``program`` on virtual registers (cached: plans of one program share it)."""
-    return run(program, seed).stores
+    return run(program, seed, max_steps=max_steps).stores
 
 
 def _first_difference(seed: int, want: list, got: list) -> str:
