@@ -98,7 +98,8 @@ class Analysis:
         index = self.index
         codes = np.fromiter((i * len(index) + index[n] for i, ins in enumerate(self.program.instructions)
                              for n in (*ins.uses, *(d.name for d in ins.defs))), dtype=np.int64)
-        codes = np.unique(codes)
+        codes = np.sort(codes)
+        codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
         return np.stack([codes // max(len(index), 1), codes % max(len(index), 1)], axis=1)
 
     @cached_property

@@ -62,13 +62,14 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
     """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
     spills: dict[str, int] = {}
     unspillable: set[str] = set()
-    slot = first_free_slot(program)
+    slot = None
     while True:
         mask = np.fromiter((n in unspillable for n in analysis.names), dtype=bool, count=len(analysis.names))
         base, to_spill = core(analysis, budget, mask)
         if not to_spill:
             break
         new = {}
+        slot = first_free_slot(program) if slot is None else slot
         for v in sorted(to_spill):
             new[analysis.names[v]] = slot
             slot += 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 from engine.ir import Block, Imm, Instruction, Program, Use, Value
 
 _OPERANDS: dict[str, object] = {}
+#: instructions are immutable, so generated programs share them by (line, phase)
+_INSTRUCTIONS: dict[tuple[str, str | None], Instruction] = {}
 
 
 def _operand(token: str):
@@ -37,13 +39,22 @@ class ProgramWriter:
         self.current_phase = name
 
     def __call__(self, line: str) -> None:
+        key = (line, self.current_phase)
+        ins = _INSTRUCTIONS.get(key)
+        if ins is None:
+            ins = self._build(line)
+            if len(_INSTRUCTIONS) < 1 << 18:
+                _INSTRUCTIONS[key] = ins
+        self.blocks[-1][1].append(ins)
+
+    def _build(self, line: str) -> Instruction:
         lhs, sep, rhs = line.partition(" = ")
         if not sep:
             lhs, rhs = "", line
         defs = tuple(Value(*d[1:].split(":")) for d in lhs.split(", ")) if lhs else ()
         opcode, _, ops = rhs.partition(" ")
         operands = tuple(_operand(t) for t in ops.split(", ")) if ops else ()
-        self.blocks[-1][1].append(Instruction(opcode, defs, operands, phase=self.current_phase))
+        return Instruction(opcode, defs, operands, phase=self.current_phase)
 
     def program(self) -> Program:
         return Program(self.name, tuple(Block(n, tuple(body)) for n, body in self.blocks))
