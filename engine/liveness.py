@@ -92,23 +92,26 @@ class Analysis:
 
         return build_interference(self)
 
+    def _value_rows(self, names_of) -> np.ndarray:
+        """(instruction, value) rows for the names ``names_of(instruction)`` lists."""
+        instructions, index = self.program.instructions, self.index
+        counts = [len(names_of(ins)) for ins in instructions]
+        values = np.fromiter((index[n] for ins in instructions for n in names_of(ins)), np.int64, sum(counts))
+        return np.stack([np.repeat(np.arange(len(instructions)), counts), values], axis=1)
+
     @cached_property
     def occurrences(self) -> np.ndarray:
         """(instruction, value) rows: each value an instruction reads or writes, once."""
-        index = self.index
-        codes = np.fromiter((i * len(index) + index[n] for i, ins in enumerate(self.program.instructions)
-                             for n in (*ins.uses, *(d.name for d in ins.defs))), dtype=np.int64)
-        codes = np.sort(codes)
+        rows = np.concatenate([self._value_rows(lambda ins: ins.uses),
+                               self._value_rows(lambda ins: tuple(d.name for d in ins.defs))])
+        codes = np.sort(rows[:, 0] * max(len(self.names), 1) + rows[:, 1])
         codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
-        return np.stack([codes // max(len(index), 1), codes % max(len(index), 1)], axis=1)
+        return np.stack([codes // max(len(self.names), 1), codes % max(len(self.names), 1)], axis=1)
 
     @cached_property
     def operand_reads(self) -> np.ndarray:
-        """(instruction, value) rows: each operand read (a value read twice appears twice)."""
-        index = self.index
-        rows = [(i, index[op.name]) for i, ins in enumerate(self.program.instructions)
-                for op in ins.operands if type(op) is Use]
-        return np.array(rows, dtype=np.int64).reshape(-1, 2)
+        """(instruction, value) rows: each value read (guards included; a value read twice appears twice)."""
+        return self._value_rows(lambda ins: ins.uses)
 
     @cached_property
     def spill_weight(self) -> np.ndarray:
