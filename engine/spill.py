@@ -83,18 +83,24 @@ def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
 
 
 def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> list[Instruction]:
-    if slots.keys().isdisjoint(ins.uses) and (not ins.defs or slots.keys().isdisjoint(d.name for d in ins.defs)):
+    read = [u for u in ins.uses if u in slots]
+    written = [d for d in ins.defs if d.name in slots]
+    if not read and not written:
         return [ins]
     before, renamed = [], {}
-    for name in dict.fromkeys(u for u in ins.uses if u in slots):
+    for name in dict.fromkeys(read):
         renamed[name] = fresh(name, "r")
         before.append(_reload(renamed[name], program.values[name].type, slots[name], ins.phase))
-    operands = tuple(Use(renamed.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
-    defs = tuple(Value(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
-    spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
-    if ins.guard is not None:
-        before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
-    after = [_store(d, slot, ins.phase) for d, slot in spilled]
+    operands = ins.operands
+    if renamed:
+        operands = tuple(Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands)
+    defs, after = ins.defs, []
+    if written:
+        defs = tuple(Value(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
+        spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
+        if ins.guard is not None:
+            before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
+        after = [_store(d, slot, ins.phase) for d, slot in spilled]
     return before + [Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)] + after
 
 

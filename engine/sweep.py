@@ -4,8 +4,9 @@ Invariant: a row is computed from the config alone (default options,
 budget 255), so rows computed in different processes agree; every plan in
 a row has passed :func:`engine.verify.static_conflicts`, or the row
 carries the error.
-Per-thread MHA programs depend only on (head_dim, groups, strategies):
-configs that share one are evaluated once and the row is reused.
+Per-thread MHA programs depend on (heads, head_dim, groups, strategies),
+not on batch (which only sizes the grid): configs that share one are
+evaluated once and the row is reused.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def evaluate_gemm(w: Gemm) -> dict:
     return {"workload": w.as_dict(), "options": options, **evaluate_program(program)}
 
 
-def evaluate_mha_program(head_dim: int, groups: int, strategies=()) -> dict:
-    program, options = build_mha(Mha(32, 64, head_dim, groups), strategies)
+def evaluate_mha_program(heads: int, head_dim: int, groups: int, strategies=()) -> dict:
+    program, options = build_mha(Mha(heads, 64, head_dim, groups), strategies)
     return {"options": options, **evaluate_program(program)}
 
 
@@ -72,19 +73,31 @@ def _worker_init() -> None:
     gc.set_threshold(100_000, 50, 50)
 
 
-def run_parallel(fn, items, workers: int | None = None, progress=None) -> list:
-    """``fn`` over ``items`` on a local process pool, results in input order."""
+def _chunk(fn, items):
+    return [_safe(fn, item) for item in items]
+
+
+def run_parallel(fn, items, workers: int | None = None, progress=None, chunk: int = 8) -> list:
+    """``fn`` over ``items`` on a local process pool, results in input order.
+
+    Items travel in chunks of ``chunk`` to keep inter-process traffic small.
+    """
     progress = progress or NullProgress()
-    results = [None] * len(items)
+    items = list(items)
+    chunks = [items[k : k + chunk] for k in range(0, len(items), chunk)]
+    results: list = [None] * len(items)
     # Fresh interpreters, not forks: a forked worker inherits the parent's heap
     # (a test runner's, or a Qt window's) and its garbage collector then walks
     # and copies all of it; forking a process that runs Qt is unsafe besides.
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                                 initializer=_worker_init) as pool:
-        futures = {pool.submit(_safe, fn, item): k for k, item in enumerate(items)}
-        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-            results[futures[future]] = future.result()
+        futures = {pool.submit(_chunk, fn, c): k for k, c in enumerate(chunks)}
+        done = 0
+        for future in concurrent.futures.as_completed(futures):
+            k = futures[future]
+            results[k * chunk : k * chunk + len(chunks[k])] = future.result()
+            done += len(chunks[k])
             progress.advance(done, len(items))
             if progress.cancelled():
                 for f in futures:
@@ -101,10 +114,15 @@ def sweep_gemm(configs, workers=None, progress=None) -> list[dict]:
 def sweep_mha(configs, strategies=(), workers=None, progress=None) -> list[dict]:
     """One row per MHA config; configs sharing a per-thread program share its row."""
     configs = list(configs)
-    keys = sorted({(c.head_dim, c.groups) for c in configs})
-    rows = run_parallel(_mha_key, [(d, g, tuple(strategies)) for d, g in keys], workers, progress)
+    keys = sorted({program_key(c) for c in configs})
+    rows = run_parallel(_mha_key, [(*k, tuple(strategies)) for k in keys], workers, progress)
     by_key = dict(zip(keys, rows))
-    return [{"workload": c.as_dict(), **by_key[(c.head_dim, c.groups)]} for c in configs]
+    return [{"workload": c.as_dict(), **by_key[program_key(c)]} for c in configs]
+
+
+def program_key(c: Mha) -> tuple[int, int, int]:
+    """What the per-thread MHA program depends on: batch only changes the grid."""
+    return c.heads, c.head_dim, c.groups
 
 
 def _mha_key(key):

@@ -48,15 +48,19 @@ class Conflict:
     message: str
 
 
+def _fits(regs, width: int, budget: int) -> bool:
+    return (regs is not None and len(regs) == width and 0 <= regs[0] and regs[-1] < budget
+            and (width == 1 or (regs[0] % 2 == 0 and regs[1] == regs[0] + 1)))
+
+
 def _shape_conflicts(program: Program, assignment: dict, budget: int) -> list[Conflict]:
-    out = []
-    for name in assignment:
-        if name not in program.values:
-            out.append(Conflict(-1, "unknown", (name,), None, f"%{name} has a register but the program never defines it"))
-        elif program.values[name].width == 0:
-            out.append(Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register"))
-    for name, value in program.values.items():
-        if value.width:
+    values = program.values
+    out = [Conflict(-1, "unknown", (name,), None, f"%{name} has a register but the program never defines it")
+           for name in assignment.keys() - values.keys()]
+    out += [Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register")
+            for name, value in values.items() if value.width == 0 and name in assignment]
+    for name, value in values.items():
+        if value.width and not _fits(assignment.get(name), value.width, budget):
             out.extend(_register_conflicts(name, value.width, assignment.get(name), budget))
     return out
 
@@ -76,13 +80,10 @@ def _register_conflicts(name: str, width: int, regs, budget: int) -> list[Confli
 
 def _register_segments(analysis: Analysis, assignment: dict):
     """One row per (segment, register held): value, register, start, end."""
-    n = len(analysis.names)
-    lo = np.full(n, -1, dtype=np.int64)
-    for v, name in enumerate(analysis.names):
-        regs = assignment.get(name)
-        w = int(analysis.widths[v])
-        if w and regs and tuple(regs) == tuple(range(regs[0], regs[0] + w)):
-            lo[v] = regs[0]
+    get = assignment.get
+    lo = np.fromiter((r[0] if w and r and len(r) == w and (w == 1 or r[1] == r[0] + 1) else -1
+                      for r, w in zip(map(get, analysis.names), analysis.widths.tolist())),
+                     dtype=np.int64, count=len(analysis.names))
     keep = lo[analysis.seg_value] >= 0
     value, start, end = analysis.seg_value[keep], analysis.seg_start[keep], analysis.seg_end[keep]
     pair = analysis.widths[value] == 2

@@ -12,8 +12,9 @@ real loop (2048/bc trips): partial dot products, the reduction across the
 tpr threads (butterfly shuffles), the 1/sqrt(head_dim) scale, the online
 softmax (running max, exp, running sum, rescale) and the P*V accumulation.
 A thread serves every query head of its group against the K/V rows it
-loaded once, so pressure grows with the group size. Heads and batch size
-change the grid, not the per-thread program.
+loaded once, so pressure grows with the group size. The batch size only
+changes the grid; the head count changes index constants, not the
+program's shape.
 
 Invariant: strategies are named transforms (see :data:`STRATEGIES`), each
 changing exactly what its docstring says; one with no effect on a config's
