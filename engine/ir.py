@@ -61,11 +61,11 @@ class Value:
 
     name: str
     type: str
+    #: number of 32-bit general registers the value needs (0 for pred; derived)
+    width: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def width(self) -> int:
-        """Number of 32-bit general registers the value needs (0 for pred)."""
-        return WIDTHS[self.type]
+    def __post_init__(self):
+        object.__setattr__(self, "width", WIDTHS[self.type])
 
     def __str__(self) -> str:
         return f"%{self.name}:{self.type}"

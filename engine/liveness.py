@@ -285,6 +285,6 @@ def merge_adjacent(seg: np.ndarray):
 def _pressure(n_ins, widths, seg_value, seg_start, seg_end) -> np.ndarray:
     diff = np.zeros(2 * n_ins + 2, dtype=np.int64)
     w = widths[seg_value]
-    np.add.at(diff, seg_start, w)
-    np.add.at(diff, seg_end + 1, -w)
+    diff += np.bincount(seg_start, weights=w, minlength=len(diff)).astype(np.int64)
+    diff -= np.bincount(seg_end + 1, weights=w, minlength=len(diff)).astype(np.int64)
     return np.cumsum(diff)[1 : 2 * n_ins : 2]

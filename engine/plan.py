@@ -73,12 +73,11 @@ def registers_used(assignment: dict) -> int:
 
 
 def _moves(program: Program, assignment: dict) -> int:
-    count = 0
-    for ins in program.instructions:
-        if ins.opcode == "mov" and ins.defs and len(ins.uses) == 1 and ins.guard is None:
-            if assignment.get(ins.defs[0].name) != assignment.get(ins.uses[0]):
-                count += 1
-    return count
+    """Register-to-register ``mov`` instructions whose two registers differ."""
+    if "moves" not in program.cache:
+        program.cache["moves"] = [(ins.defs[0].name, ins.uses[0]) for ins in program.instructions
+                                  if ins.opcode == "mov" and ins.defs and len(ins.uses) == 1 and ins.guard is None]
+    return sum(1 for d, u in program.cache["moves"] if assignment.get(d) != assignment.get(u))
 
 
 def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:

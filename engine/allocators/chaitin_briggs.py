@@ -23,9 +23,9 @@ def _simplify(analysis, budget, unspillable) -> list[int]:
     g, w = analysis.interference, analysis.widths
     remaining = w > 0
     count = g.degree.astype(np.int64)
-    wsum = np.zeros(len(w), dtype=np.int64)
-    np.add.at(wsum, g.edges[:, 0], w[g.edges[:, 1]])
-    np.add.at(wsum, g.edges[:, 1], w[g.edges[:, 0]])
+    n = len(w)
+    wsum = (np.bincount(g.edges[:, 0], weights=w[g.edges[:, 1]], minlength=n)
+            + np.bincount(g.edges[:, 1], weights=w[g.edges[:, 0]], minlength=n)).astype(np.int64)
     key = np.where(w == 1, wsum - budget, count - budget // 2)
     big = np.iinfo(np.int64).max
     key[~remaining] = big
