@@ -1,4 +1,4 @@
 """Plan -> Numba CUDA source -> NVVM/ptxas/nvdisasm -> measurements.
 
-Invariant: this package never imports Qt. (Filled by the kernels issue.)
+Invariant: this package never imports Qt; it may import engine and numba.
 """
