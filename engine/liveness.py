@@ -39,7 +39,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from engine.ir import Program, Use, successors
+from engine.ir import Program, successors
 
 
 @dataclass(frozen=True, eq=False)

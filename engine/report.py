@@ -11,7 +11,6 @@ from __future__ import annotations
 import statistics
 
 from engine.arch import load_arch
-from engine.liveness import analyze
 from engine.sweep import sweep_gemm
 from engine.workloads.gemm import gemm_configs
 from engine.workloads.mha import Mha, build_mha, threads_per_row

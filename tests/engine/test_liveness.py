@@ -1,7 +1,6 @@
 """Liveness, pressure and interference: invariants on random programs, golden cases."""
 
 import networkx as nx
-import numpy as np
 from hypothesis import given
 
 from engine.interference import build_interference_all_pairs
