@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,26 +93,28 @@ class Analysis:
 
         return build_interference(self)
 
-    def _value_rows(self, names_of) -> np.ndarray:
-        """(instruction, value) rows for the names ``names_of(instruction)`` lists."""
-        instructions, index = self.program.instructions, self.index
-        counts = [len(names_of(ins)) for ins in instructions]
-        values = np.fromiter((index[n] for ins in instructions for n in names_of(ins)), np.int64, sum(counts))
-        return np.stack([np.repeat(np.arange(len(instructions)), counts), values], axis=1)
+    def _rows(self, per_instruction: list) -> np.ndarray:
+        """(instruction, value) rows from one tuple of names per instruction."""
+        counts = list(map(len, per_instruction))
+        flat = list(itertools.chain.from_iterable(per_instruction))
+        values = np.fromiter(map(self.index.__getitem__, flat), np.int64, len(flat))
+        return np.stack([np.repeat(np.arange(len(per_instruction)), counts), values], axis=1)
 
     @cached_property
     def occurrences(self) -> np.ndarray:
         """(instruction, value) rows: each value an instruction reads or writes, once."""
-        rows = np.concatenate([self._value_rows(lambda ins: ins.uses),
-                               self._value_rows(lambda ins: tuple(d.name for d in ins.defs))])
-        codes = np.sort(rows[:, 0] * max(len(self.names), 1) + rows[:, 1])
+        instructions = self.program.instructions
+        rows = np.concatenate([self.operand_reads,
+                               self._rows([tuple(d.name for d in ins.defs) for ins in instructions])])
+        n = max(len(self.names), 1)
+        codes = np.sort(rows[:, 0] * n + rows[:, 1])
         codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
-        return np.stack([codes // max(len(self.names), 1), codes % max(len(self.names), 1)], axis=1)
+        return np.stack([codes // n, codes % n], axis=1)
 
     @cached_property
     def operand_reads(self) -> np.ndarray:
         """(instruction, value) rows: each value read (guards included; a value read twice appears twice)."""
-        return self._value_rows(lambda ins: ins.uses)
+        return self._rows([ins.uses for ins in self.program.instructions])
 
     @cached_property
     def spill_weight(self) -> np.ndarray:
