@@ -107,8 +107,18 @@ def run_parallel(fn, items, workers: int | None = None, progress=None, chunk: in
 
 
 def sweep_gemm(configs, workers=None, progress=None) -> list[dict]:
-    """One row per GEMM config."""
-    return run_parallel(evaluate_gemm, list(configs), workers, progress)
+    """One row per GEMM config, in the order given.
+
+    The work is handed out largest first (M*N*K), so no worker is left
+    with a big config at the end while the other idles.
+    """
+    configs = list(configs)
+    order = sorted(range(len(configs)), key=lambda k: -configs[k].m * configs[k].n * configs[k].k)
+    rows = run_parallel(evaluate_gemm, [configs[k] for k in order], workers, progress)
+    out: list = [None] * len(configs)
+    for k, row in zip(order, rows):
+        out[k] = row
+    return out
 
 
 def sweep_mha(configs, strategies=(), workers=None, progress=None) -> list[dict]:
