@@ -85,9 +85,6 @@ class Restore:
     spills: dict
 
 
-SCHEDULE_EDITS = (Move,)
-
-
 @dataclass(frozen=True)
 class EditResult:
     """The outcome of one edit."""
@@ -98,7 +95,7 @@ class EditResult:
     rejected: str | None = None
 
 
-def _result(old: Plan, new: Plan, inverse) -> EditResult:
+def _result(new: Plan, inverse) -> EditResult:
     plan = new.with_(predicted=predict(new))
     conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
     return EditResult(plan, tuple(conflicts), inverse)
@@ -123,13 +120,13 @@ def _assign(plan: Plan, e: Assign) -> EditResult:
         return _reject(plan, problem)
     old = plan.assignment.get(e.value)
     inverse = Assign(e.value, old) if old is not None else None
-    return _result(plan, plan.with_(assignment={**plan.assignment, e.value: tuple(e.registers)}), inverse)
+    return _result(plan.with_(assignment={**plan.assignment, e.value: tuple(e.registers)}), inverse)
 
 
 def _swap(plan: Plan, e: Swap) -> EditResult:
     remap = {e.a: e.b, e.b: e.a}
     assignment = {n: tuple(remap.get(r, r) for r in regs) for n, regs in plan.assignment.items()}
-    return _result(plan, plan.with_(assignment=assignment), e)
+    return _result(plan.with_(assignment=assignment), e)
 
 
 def _is_spill_temporary(plan: Plan, name: str) -> bool:
@@ -148,7 +145,7 @@ def _spill(plan: Plan, e: Spill) -> EditResult:
     assignment = dict(plan.assignment)
     if regs is not None:
         assignment.update({n: regs for n in program.values if n not in plan.program.values})
-    return _result(plan, plan.with_(program=program, assignment=assignment, spills={**plan.spills, e.value: slot}),
+    return _result(plan.with_(program=program, assignment=assignment, spills={**plan.spills, e.value: slot}),
                    Unspill(e.value))
 
 
@@ -158,13 +155,13 @@ def _unspill(plan: Plan, e: Unspill) -> EditResult:
     program = remove_spill_code(plan.program, {e.value: plan.spills[e.value]})
     assignment = {n: r for n, r in plan.assignment.items() if n in program.values}
     spills = {n: s for n, s in plan.spills.items() if n != e.value}
-    return _result(plan, plan.with_(program=program, assignment=assignment, spills=spills),
+    return _result(plan.with_(program=program, assignment=assignment, spills=spills),
                    Restore(plan.program, plan.assignment, plan.spills))
 
 
 def _restore(plan: Plan, e: Restore) -> EditResult:
     inverse = Restore(plan.program, plan.assignment, plan.spills)
-    return _result(plan, plan.with_(program=e.program, assignment=e.assignment, spills=e.spills), inverse)
+    return _result(plan.with_(program=e.program, assignment=e.assignment, spills=e.spills), inverse)
 
 
 def _move(plan: Plan, e: Move) -> EditResult:
@@ -178,7 +175,7 @@ def _move(plan: Plan, e: Move) -> EditResult:
     body.insert(e.to - first, body.pop(e.index - first))
     blocks = list(program.blocks)
     blocks[b] = Block(blocks[b].name, tuple(body))
-    return _result(plan, plan.with_(program=replace_blocks(program, blocks)), Move(e.to, e.index))
+    return _result(plan.with_(program=replace_blocks(program, blocks)), Move(e.to, e.index))
 
 
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}

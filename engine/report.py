@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 
 from engine.arch import load_arch
-from engine.sweep import sweep_gemm
+from engine.sweep import evaluate_program, sweep_gemm
 from engine.workloads.gemm import gemm_configs
 from engine.workloads.mha import Mha, build_mha, threads_per_row
 
@@ -40,8 +40,6 @@ def _stats(values) -> str:
 
 def mha_strategy_rows() -> list[tuple[str, tuple, int, int]]:
     """(label, strategies, MAXLIVE, best allocator registers) on the seed's example."""
-    from engine.sweep import evaluate_program
-
     cases = [("baseline", ()), ("qk-symmetric", ("qk-symmetric",)), ("sliding-window", ("sliding-window",)),
              ("qk-symmetric + sliding-window", ("qk-symmetric", "sliding-window")),
              ("fp16-softmax", ("fp16-softmax",)), ("head-shared", ("head-shared",)), ("group-pools", ("group-pools",)),
@@ -59,8 +57,6 @@ def mha_strategy_rows() -> list[tuple[str, tuple, int, int]]:
 
 def accumulator_rows(bc: int = 64) -> list[tuple[int, int, int, int, bool]]:
     """head_dim 128, a 64-key tile: (groups, accumulators, MAXLIVE, best registers, 25% headroom kept)."""
-    from engine.sweep import evaluate_program
-
     e = 128 // threads_per_row(128)
     out = []
     for groups in (1, 2, 4, 8):

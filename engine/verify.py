@@ -141,7 +141,7 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
 
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0, 1, 2),
                      max_steps: int = 2_000_000) -> int:
-    """Run original and allocated programs on random inputs; return the steps run.
+    """Run original and allocated programs on random inputs; return the stores compared.
 
     Raises
     ------
@@ -151,14 +151,14 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0,
         when a run reads an undefined value or exceeds ``max_steps``.
     """
     original = remove_spill_code(program, spills)
-    steps = 0
+    compared = 0
     for seed in seeds:
         want = reference_stores(original, seed, max_steps)
         got = run(program, seed, registers=assignment, max_steps=max_steps).stores
-        steps += len(want)
+        compared += len(want)
         if got != want:
             raise VerificationError(_first_difference(seed, want, got))
-    return steps
+    return compared
 
 
 @functools.lru_cache(maxsize=32)

@@ -23,7 +23,7 @@ from engine.arch import ARCHS, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, check_plan, load_plan, write_plan
+from engine.plan import MAX_REGISTERS, check_plan, load_plan, registers_used, write_plan
 from engine.verify import verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
@@ -157,7 +157,7 @@ def cmd_allocate(args) -> int:
 def cmd_check(args) -> int:
     plan = load_plan(args.plan)
     verify_execution(plan.program, plan.assignment, plan.spills)
-    used = max((r for regs in plan.assignment.values() for r in regs), default=-1) + 1
+    used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
           f"{plan.budget}, {len(plan.spills)} spilled values, verified by execution on 3 random inputs")
     return 0
