@@ -7,7 +7,9 @@ seq_len 2048: 1,512 configs.
 
 The per-thread program is FlashAttention-style: a block per (batch, K/V
 head, query tile); ``tpr`` threads share one query row, each holding
-head_dim/tpr elements of it. The loop over K/V tiles of ``bc`` keys is a
+head_dim/tpr elements of it (elements lane, lane+tpr, ...: the same
+strided set of q, k, v and o, so the partial dot products add up to q.k
+across the tpr lanes). The loop over K/V tiles of ``bc`` keys is a
 real loop (2048/bc trips): partial dot products, the reduction across the
 tpr threads (butterfly shuffles), the 1/sqrt(head_dim) scale, the online
 softmax (running max, exp, running sum, rescale) and the P*V accumulation.
@@ -158,7 +160,7 @@ class _Builder:
         self.out = ProgramWriter(f"mha_d{w.head_dim}_g{w.groups}_bc{o.bc}")
 
     def prologue(self) -> None:
-        out, w, e = self.out, self.w, self.e
+        out, w = self.out, self.w
         out.block("entry", "index")
         for name, type_, sym in (("pq", "u64", "Q"), ("pk", "u64", "K"), ("pv", "u64", "V"), ("po", "u64", "O")):
             out(f"%{name}:{type_} = param {sym}")
@@ -175,7 +177,7 @@ class _Builder:
         out(f"%qoff:i32 = fma %qrow, {w.head_dim}, %qe")
         out(f"%bkv:i32 = fma %b, {w.heads // w.groups}, %kvh")
         out(f"%kvstart:i32 = mul %bkv, {w.seq_len * w.head_dim}")
-        out(f"%kvoff:i32 = fma %lane, {e}, %kvstart")
+        out("%kvoff:i32 = add %kvstart, %lane")
         for name, base, off in (("tq", "pq", "qoff"), ("to", "po", "qoff"), ("tk0", "pk", "kvoff"), ("tv0", "pv", "kvoff")):
             out(f"%w{name}:u64 = mul.wide.s32 %{off}, 4")
             out(f"%{name}:u64 = add %{base}, %w{name}")
@@ -219,7 +221,7 @@ class _Builder:
         scale = f"{1 / math.sqrt(w.head_dim):.9g}"
         for j in range(self.o.bc):
             for d in range(e):
-                out(f"%k_{j}_{d}:f32 = ld.global %tk, {4 * (j * w.head_dim + d)}")
+                out(f"%k_{j}_{d}:f32 = ld.global %tk, {4 * (j * w.head_dim + d * self.tpr)}")
             for g in heads:
                 s = f"s_{g}_{j}"
                 out(f"%{s}:f32 = mul %q_{g}_0, %k_{j}_0")
@@ -276,7 +278,7 @@ class _Builder:
         out.phase("weighted_sum")
         for j in range(self.o.bc):
             for d in range(e):
-                out(f"%v_{j}_{d}:f32 = ld.global %tv, {4 * (j * w.head_dim + d)}")
+                out(f"%v_{j}_{d}:f32 = ld.global %tv, {4 * (j * w.head_dim + d * self.tpr)}")
             for g in heads:
                 p = self.probability(g, j)
                 for d in range(e):
