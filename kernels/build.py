@@ -1,0 +1,191 @@
+"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch (ptxas) -> SASS live ranges.
+
+The PTX is compiled once per plan for the lowest architecture asked for
+(``cc`` is explicit; the PTX for sm_80 and sm_90 differs only in
+``.target``) and assembled by ptxas for every architecture with
+``-maxrregcount`` = the plan's budget. Every stage is cached on disk under
+the user cache directory (``$REGTUNE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/regtune``, else ``~/.cache/regtune``), keyed by the
+source, the architecture, the flags and the toolchain's versions, so a
+second identical request compiles nothing.
+
+Invariant: a :class:`Build` holds what the tools produced for exactly its
+source; ``cached`` says whether any tool ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import linecache
+import os
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.arch import load_arch
+from engine.plan import Plan, write_text_atomic
+from kernels.codegen import KernelSource, kernel_source
+from kernels.sass import SassLiveness, parse_sass
+from kernels.toolchain import CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
+
+DEFAULT_ARCHS = ("sm_80", "sm_90")
+
+
+def cache_dir() -> Path:
+    """Where builds are cached (created on first use)."""
+    root = os.environ.get("REGTUNE_CACHE_DIR")
+    if root:
+        path = Path(root)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = Path(base) / "regtune"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class ArchBuild:
+    """One architecture's measurements of a kernel."""
+
+    arch: str
+    report: CompileReport
+    sass_text: str
+    sass: SassLiveness
+
+
+@dataclass(frozen=True)
+class Build:
+    """A kernel built from a plan and measured by NVIDIA's tools."""
+
+    source: KernelSource
+    ptx: str
+    entry: str
+    archs: dict
+    timings_ms: dict
+    cached: bool
+    toolchain: str
+    notes: tuple = field(default=())
+
+    def ptx_count(self, opcode_prefix: str) -> int:
+        """PTX instructions whose opcode starts with ``opcode_prefix`` (e.g. ``st.local``)."""
+        return sum(1 for line in self.ptx.splitlines() if line.strip().startswith(opcode_prefix))
+
+
+def _exec_source(source: KernelSource) -> types.ModuleType:
+    """The generated module, exec'd fresh; registered in linecache so line info points at it."""
+    filename = f"<regtune-kernel-{_key(source.text)[:12]}>"
+    module = types.ModuleType(f"regtune_kernel_{_key(source.text)[:12]}")
+    module.__file__ = filename
+    linecache.cache[filename] = (len(source.text), None, source.text.splitlines(True), filename)
+    exec(compile(source.text, filename, "exec"), module.__dict__)  # noqa: S102 - our own generated source
+    return module
+
+
+def compile_ptx(source: KernelSource, cc: tuple = (8, 0)) -> str:
+    """NVVM through numba-cuda: the kernel's PTX for compute capability ``cc``."""
+    from numba import cuda
+
+    from kernels.numba_fix import apply
+
+    apply()
+    module = _exec_source(source)
+    try:
+        ptx, _ = cuda.compile_ptx(getattr(module, source.name), source.signature, cc=cc, fastmath=False)
+    except Exception as e:  # noqa: BLE001 - numba's typing/lowering errors become one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ToolchainError(f"NVVM/numba could not compile {source.name}: {first}") from None
+    return ptx
+
+
+def entry_name(ptx: str) -> str:
+    """The mangled kernel name (it changes per compile, so it is read from the PTX)."""
+    for line in ptx.splitlines():
+        if line.strip().startswith(".visible .entry") or line.strip().startswith(".entry"):
+            return line.split(".entry", 1)[1].strip().split("(")[0].strip()
+    raise ToolchainError("PTX has no .entry")
+
+
+def _cc(arch: str) -> tuple:
+    return tuple(load_arch(arch).compute_capability)
+
+
+class _Cache:
+    def __init__(self, root: Path, fingerprint: str):
+        self.root, self.fingerprint = root, fingerprint
+
+    def path(self, kind: str, *parts: str) -> Path:
+        return self.root / kind / f"{_key(self.fingerprint, *parts)}"
+
+    def read(self, kind: str, *parts: str) -> str | None:
+        p = self.path(kind, *parts)
+        return p.read_text() if p.exists() else None
+
+    def write(self, text: str, kind: str, *parts: str) -> None:
+        p = self.path(kind, *parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(p, text)
+
+
+def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = True) -> Build:
+    """Compile and measure ``source`` for every arch in ``archs`` (cached)."""
+    archs = tuple(archs)
+    for a in archs:
+        load_arch(a)
+    fingerprint = toolchain_fingerprint()
+    cache = _Cache(cache_dir(), fingerprint)
+    timings: dict = {}
+    ran = False
+    cc = min(_cc(a) for a in archs)
+    ptx = cache.read("ptx", source.text, repr(cc)) if use_cache else None
+    if ptx is None:
+        t = time.perf_counter()
+        ptx = compile_ptx(source, cc)
+        timings["nvvm"] = (time.perf_counter() - t) * 1000
+        cache.write(ptx, "ptx", source.text, repr(cc))
+        ran = True
+    # ptxas and nvdisasm are separate processes: the architectures run side by side
+    with ThreadPoolExecutor(max_workers=len(archs)) as pool:
+        done = list(pool.map(lambda a: _arch_build(ptx, a, source.budget, cache, timings, use_cache), archs))
+    results = {a: r for a, (r, _) in zip(archs, done)}
+    ran = ran or any(arch_ran for _, arch_ran in done)
+    return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint)
+
+
+def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, use_cache: bool):
+    flags = f"-maxrregcount={budget}"
+    stored = cache.read("measure", ptx, arch, flags) if use_cache else None
+    ran = stored is None
+    if stored is None:
+        t = time.perf_counter()
+        report, cubin = ptxas(ptx, arch, budget)
+        timings[f"ptxas {arch}"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        sass_text = nvdisasm(cubin)
+        timings[f"nvdisasm {arch}"] = (time.perf_counter() - t) * 1000
+        cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text}), "measure", ptx, arch, flags)
+    else:
+        data = json.loads(stored)
+        r = data["report"]
+        report = CompileReport(**{**r, "warnings": tuple(r["warnings"])})
+        sass_text = data["sass"]
+    t = time.perf_counter()
+    sass = parse_sass(sass_text)
+    timings[f"parse {arch}"] = (time.perf_counter() - t) * 1000
+    return ArchBuild(arch, report, sass_text, sass), ran
+
+
+def build_plan(plan: Plan, archs=DEFAULT_ARCHS, spills: str = "plan", use_cache: bool = True) -> Build:
+    """Generate the kernel for ``plan`` and build it (see :func:`build_source`)."""
+    t = time.perf_counter()
+    source = kernel_source(plan, spills)
+    codegen_ms = (time.perf_counter() - t) * 1000
+    built = build_source(source, archs, use_cache)
+    return Build(built.source, built.ptx, built.entry, built.archs, {"codegen": codegen_ms, **built.timings_ms},
+                 built.cached, built.toolchain, built.notes)

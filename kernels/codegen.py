@@ -1,0 +1,719 @@
+"""Numba CUDA source from a plan: one Python statement per IR instruction, in the plan's order.
+
+What reaches the hardware from a plan (DESIGN.md, "Kernels"): the
+instruction order (NVVM keeps global loads and stores in order), the tiling
+(it is in the program) and the register cap (``MAX_REGISTERS``, applied as
+``-maxrregcount`` at ptxas and ``max_registers`` at launch). Register names
+do not: PTX registers are virtual and ptxas allocates again.
+
+Spill code can survive NVVM only where LLVM cannot see through it. With
+``spills="plan"`` (the default) a plan's ``st.local SLOT, %v`` stores to a
+per-thread local array at the constant index SLOT and its reloads read
+``SLOT + spill_zero``, where ``spill_zero`` is a kernel argument that is 0 at
+run time: LLVM cannot prove the two addresses equal, so it can neither
+forward the stored value nor drop the store, and the PTX keeps one
+``st.local`` per planned store and one ``ld.local`` per planned reload
+(tests/kernels check the count). With ``spills="compiler"`` spill code
+becomes plain copies and NVVM/ptxas decide alone.
+
+Value names map to Python names (dots become ``__``); a value defined more
+than once gets a fresh name per definition inside a block (numba-cuda's
+lowering is slow with reused names, TOOLCHAIN-NOTES.md), and the canonical
+name for the last definition a later block reads. Control flow is
+structured back into ``if``/``else`` and ``while True`` loops; a CFG that
+does not fit those shapes is refused with the block at fault.
+
+Invariant: ``kernel_source`` is a pure function of the plan and its
+options; the text is a complete module that runs on its own
+(``python kernel.py`` launches it on a GPU, or in numba's simulator under
+``NUMBA_ENABLE_CUDASIM=1``, and checks it against numpy).
+
+Examples
+--------
+>>> from engine.workloads.gemm import Gemm, build_gemm
+>>> from engine.allocators import allocate
+>>> program, options = build_gemm(Gemm(2, 2, 2), tile=(2, 2))
+>>> plan = allocate("linear-scan", program).with_(workload=Gemm(2, 2, 2).as_dict(), options=options)
+>>> src = kernel_source(plan)
+>>> src.params
+('A', 'B', 'C', 'alpha', 'beta', 'batch', 'spill_zero')
+>>> "acc_0_0 = cuda.fma(a_0_1, b_1_0, acc_0_0)" in src.text
+True
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from dataclasses import dataclass
+
+from engine.errors import RegtuneError
+from engine.ir import Imm, Instruction, Program, Use, successors
+from engine.liveness import analyze
+from engine.plan import Plan
+
+SPILL_MODES = ("plan", "compiler")
+#: Numba type of each IR type (u64 values are unsigned element indices into an array, see
+#: ``_Pointers``; unsigned, so numba emits no negative-index wraparound code).
+NUMBA_TYPES = {"f32": "float32", "i32": "int32", "u64": "uint64", "f64": "float64", "pred": "boolean"}
+_RESERVED = {"cuda", "math", "np", "float16", "float32", "float64", "int32", "int64", "uint64", "boolean",
+             "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_zero",
+             "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys"}
+_SETP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_SREG = {"sreg.tid.x": "cuda.threadIdx.x", "sreg.tid.y": "cuda.threadIdx.y", "sreg.tid.z": "cuda.threadIdx.z",
+         "sreg.ctaid.x": "cuda.blockIdx.x", "sreg.ctaid.y": "cuda.blockIdx.y", "sreg.ctaid.z": "cuda.blockIdx.z",
+         "sreg.ntid.x": "cuda.blockDim.x", "sreg.nctaid.x": "cuda.gridDim.x"}
+
+
+class KernelError(RegtuneError):
+    """A plan whose program cannot be written as a CUDA kernel (says which instruction and why)."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A generated kernel module.
+
+    Attributes
+    ----------
+    text : the module's source
+    name : the kernel function's name in it
+    params : kernel parameters in order (arrays for u64 params, then ``spill_zero``)
+    arrays : the parameters that are float32 arrays
+    signature : the numba signature string
+    spills : "plan" or "compiler"
+    spill_stores, spill_loads : st.local / ld.local the source holds (plan spill code)
+    budget : the register cap written into it
+    """
+
+    text: str
+    name: str
+    params: tuple
+    arrays: tuple
+    signature: str
+    spills: str
+    spill_stores: int
+    spill_loads: int
+    budget: int
+
+
+def _identifier(name: str, taken: set) -> str:
+    base = name.replace(".", "__")
+    if keyword.iskeyword(base) or base in _RESERVED or base in taken:
+        base = f"v_{base}"
+    while base in taken:
+        base += "_"
+    taken.add(base)
+    return base
+
+
+def _float(text: str) -> str:
+    value = float(text)
+    if math.isinf(value):
+        return "float32(-math.inf)" if value < 0 else "float32(math.inf)"
+    return f"float32({value!r})"
+
+
+class _Pointers:
+    """Which array each u64 value points into; u64 values are kept as element indices (bytes / 4)."""
+
+    def __init__(self, program: Program):
+        self.base: dict[str, str] = {}
+        slots: dict[str, str] = {}
+        changed = True
+        while changed:
+            changed = False
+            for ins in program.instructions:
+                for d in ins.defs:
+                    if d.type != "u64":
+                        continue
+                    found = self._source(ins, slots)
+                    if found and self.base.get(d.name) is None:
+                        self.base[d.name] = found
+                        changed = True
+                if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+                    b = self.base.get(ins.operands[1].name)
+                    if b and slots.get(ins.operands[0].text) != b:
+                        slots[ins.operands[0].text] = b
+                        changed = True
+
+    def _source(self, ins: Instruction, slots: dict) -> str | None:
+        if ins.opcode == "param":
+            return ins.operands[0].text
+        if ins.opcode == "ld.local":
+            return slots.get(ins.operands[0].text)
+        for op in ins.operands:
+            if isinstance(op, Use) and op.name in self.base:
+                return self.base[op.name]
+        return None
+
+    def array(self, name: str, ins: Instruction, where: str) -> str:
+        if name not in self.base:
+            raise KernelError(f"{where}: %{name} is not derived from an array parameter, so it cannot be an address")
+        return self.base[name]
+
+
+def _element(offset: Imm, where: str) -> int:
+    value = int(offset.text, 0)
+    if value % 4:
+        raise KernelError(f"{where}: byte offset {value} is not a multiple of 4 (f32 elements)")
+    return value // 4
+
+
+class _Writer:
+    def __init__(self, plan: Plan, spills: str, trips: dict | None):
+        self.plan, self.program = plan, plan.program
+        self.spills = spills
+        self.trips = trips or {}
+        self.pointers = _Pointers(self.program)
+        self.lines: list[str] = []
+        self.taken: set = set()
+        self.names = {n: _identifier(n, self.taken) for n in sorted(self.program.values)}
+        self.current: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.block_index = {b.name: i for i, b in enumerate(self.program.blocks)}
+        self.succ = successors(self.program)
+        self.last_def = self._last_defs()
+        self.read_later = self._read_later()
+        self.stores = self.loads = 0
+        self.array_params: list[str] = []
+        self.params: list[str] = []
+        self.phase: str | None = None
+        self.position = 0
+
+    # -- names -------------------------------------------------------------------------------
+    def _last_defs(self) -> set:
+        """(block, instruction index) of each value's last definition in a block."""
+        last = {}
+        for bi, block in enumerate(self.program.blocks):
+            for ii, ins in enumerate(block.instructions):
+                for d in ins.defs:
+                    last[(bi, d.name)] = ii
+        return {(bi, ii, name) for (bi, name), ii in last.items()}
+
+    def _read_later(self) -> set:
+        """Values read in a block before (or without) a definition there: they keep the canonical
+        name at each block's last definition, so the next block or the next trip reads it."""
+        exposed = set()
+        for block in self.program.blocks:
+            defined = set()
+            for ins in block.instructions:
+                exposed.update(u for u in ins.uses if u not in defined)
+                defined.update(d.name for d in ins.defs)
+        return exposed
+
+    def use(self, name: str) -> str:
+        return self.current.get(name, self.names[name])
+
+    def define(self, bi: int, ii: int, name: str) -> str:
+        if name in self.read_later:
+            last = (bi, ii, name) in self.last_def
+        else:
+            last = name not in self.current
+        target = self.names[name] if last else self.fresh(name)
+        self.current[name] = target
+        return target
+
+    def fresh(self, name: str) -> str:
+        """The next unused ``NAME_k`` for another definition of ``name``."""
+        k = self.versions.get(name, 0)
+        while True:
+            k += 1
+            candidate = f"{self.names[name]}_{k}"
+            if candidate not in self.taken:
+                break
+        self.versions[name] = k
+        self.taken.add(candidate)
+        return candidate
+
+    # -- operands ----------------------------------------------------------------------------
+    def operand(self, op, type_: str, where: str) -> str:
+        if isinstance(op, Use):
+            return self.use(op.name)
+        if type_ in ("f32", "f16x2", "f64"):
+            return _float(op.text)
+        if type_ == "u64":
+            return f"uint64({_element(op, where)})"
+        return str(int(op.text, 0))
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    # -- instructions -----------------------------------------------------------------------
+    def instruction(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
+        where = f"instruction {self.position} ({ins})"
+        self.position += 1
+        if ins.phase != self.phase and ins.phase:
+            self.emit(depth, f"# -- phase {ins.phase}")
+        self.phase = ins.phase or self.phase
+        guard = None
+        if ins.guard is not None:
+            guard = ("not " if ins.guard_negated else "") + self.use(ins.guard)
+        expr = self.expression(ins, where)
+        if expr is None:
+            return
+        if guard is not None:
+            self.emit(depth, f"if {guard}:")
+            depth += 1
+        if isinstance(expr, str) and not ins.defs:
+            self.emit(depth, expr)
+            return
+        targets = [self.define(bi, ii, d.name) for d in ins.defs]
+        values = expr if isinstance(expr, list) else [expr]
+        for target, value in zip(targets, values):
+            self.emit(depth, f"{target} = {value}")
+
+    def expression(self, ins: Instruction, where: str):
+        op, ops = ins.opcode, ins.operands
+        type_ = ins.defs[0].type if ins.defs else None
+        if op == "param":
+            return self.param(ins, where) or None
+        if op in _SREG:
+            return f"int32({_SREG[op]})"
+        if op.startswith("setp."):
+            cmp = _SETP.get(op.split(".")[1])
+            if cmp is None or len(ops) != 2:
+                raise KernelError(f"{where}: unknown comparison {op}")
+            kind = self.program.values[ops[0].name].type if isinstance(ops[0], Use) else "i32"
+            a, b = (self.operand(o, kind, where) for o in ops)
+            return f"{a} {cmp} {b}"
+        if op == "ld.global":
+            array = self.pointers.array(ops[0].name, ins, where)
+            return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}]"
+        if op == "st.global":
+            array = self.pointers.array(ops[0].name, ins, where)
+            value = self.operand(ops[2], "f32", where)
+            return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}] = {value}"
+        if op in ("st.local", "ld.local"):
+            return self.spill(ins, where)
+        if op in ("br", "cbr", "exit"):
+            return None
+        return self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
+
+    def param(self, ins: Instruction, where: str) -> str:
+        symbol = ins.operands[0].text
+        if not symbol.isidentifier() or symbol in _RESERVED:
+            raise KernelError(f"{where}: parameter name {symbol!r} is not usable in Python")
+        self.params.append(symbol)
+        if ins.defs[0].type == "u64":
+            self.array_params.append(symbol)
+            return "uint64(0)"
+        if ins.defs[0].name == symbol:
+            self.current[symbol] = symbol
+            return None
+        return symbol
+
+    def arithmetic(self, op: str, type_: str, args: list, ins: Instruction, where: str):
+        cast = NUMBA_TYPES.get(type_, "")
+        if op == "mov" and len(args) == 1:
+            return args[0]
+        if op == "mul.wide.s32":
+            if int(ins.operands[1].text, 0) % 4:
+                raise KernelError(f"{where}: byte scale {ins.operands[1].text} is not a multiple of 4")
+            scale = int(ins.operands[1].text, 0) // 4
+            return f"uint64({args[0]})" + (f" * uint64({scale})" if scale != 1 else "")
+        if type_ == "u64" and op in ("add", "sub") and len(args) == 2:
+            return f"{args[0]} {'+' if op == 'add' else '-'} {args[1]}"
+        if op == "fma" and type_ == "f32":
+            return f"cuda.fma({args[0]}, {args[1]}, {args[2]})"
+        simple = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "fma": "{0} * {1} + {2}",
+                  "div.u32": "{0} // {1}", "rem.u32": "{0} % {1}", "max": "max({0}, {1})", "min": "min({0}, {1})"}
+        if op in simple and len(args) == simple[op].count("{"):
+            return f"{cast}({simple[op].format(*args)})" if type_ == "i32" else simple[op].format(*args)
+        if op == "exp" and type_ == "f32":
+            return f"math.exp({args[0]})"
+        if op == "rcp" and type_ == "f32":
+            return f"float32(1) / {args[0]}"
+        if op == "shfl.sync.bfly" and len(args) == 2:
+            return f"shfl_bfly({args[0]}, {int(ins.operands[1].text, 0)})"
+        if op == "cvt.rn.f16x2.f32":
+            return f"pack_f16x2({args[0]}, {args[1]})"
+        if op in ("cvt.f32.f16.lo", "cvt.f32.f16.hi"):
+            return f"unpack_f16x2_{op[-2:]}({args[0]})"
+        raise KernelError(f"{where}: opcode {op} has no CUDA lowering")
+
+    def spill(self, ins: Instruction, where: str) -> str:
+        if ins.opcode == "st.local":
+            value = ins.operands[1].name
+            type_ = self.program.values[value].type
+            if self.spills == "compiler":
+                return f"{self._slot_name(ins.operands[0].text, type_)} = {self.use(value)}"
+            self.stores += 1
+            return f"spill_{_array_kind(type_)}[{int(ins.operands[0].text)}] = {self.use(value)}"
+        type_ = ins.defs[0].type
+        if self.spills == "compiler":
+            return self._slot_name(ins.operands[0].text, type_)
+        self.loads += 1
+        return f"spill_{_array_kind(type_)}[{int(ins.operands[0].text)} + spill_zero]"
+
+    def _slot_name(self, slot: str, type_: str) -> str:
+        name = f"slot_{slot}_{_array_kind(type_)}"
+        self.taken.add(name)
+        return name
+
+    # -- control flow -----------------------------------------------------------------------
+    def region(self, start: int, stop: int, depth: int, loop: tuple | None = None) -> None:
+        """Emit blocks start..stop-1; ``loop`` = (header, exit) of the innermost loop."""
+        bi = start
+        while bi < stop:
+            latch = self._latch(bi, stop)
+            if latch is not None and (loop is None or loop[0] != bi):
+                self.emit(depth, "while True:")
+                self.region(bi, latch + 1, depth + 1, (bi, latch + 1))
+                bi = latch + 1
+                continue
+            bi = self.block(bi, stop, depth, loop)
+
+    def _latch(self, header: int, stop: int) -> int | None:
+        latches = [b for b in range(header, stop) if header in self.succ[b] and b >= header
+                   and self.program.blocks[b].instructions
+                   and self.program.blocks[b].instructions[-1].opcode in ("br", "cbr")]
+        return max(latches) if latches else None
+
+    def block(self, bi: int, stop: int, depth: int, loop: tuple | None) -> int:
+        block = self.program.blocks[bi]
+        self.current = {}
+        for ii, ins in enumerate(block.instructions):
+            self.instruction(depth, bi, ii, ins)
+        last = block.instructions[-1] if block.instructions else None
+        if last is None or not last.is_terminator:
+            return bi + 1
+        if last.opcode == "exit":
+            self.emit(depth, "return")
+            return bi + 1
+        targets = [self.block_index[t] for t in last.targets]
+        if loop is not None and loop[0] in targets:
+            return self._back_edge(bi, last, targets, depth, loop)
+        if last.opcode == "br":
+            if targets[0] == bi + 1:
+                return bi + 1
+            if loop is not None and targets[0] == loop[1]:
+                self.emit(depth, "break")
+                return bi + 1
+            raise KernelError(f"block {block.name}: branch to {last.targets[0]} is not structured (if/else or loop)")
+        return self._branch(bi, last, targets, stop, depth, loop)
+
+    def _back_edge(self, bi, last, targets, depth, loop) -> int:
+        if last.opcode == "br":
+            return bi + 1
+        cond = self.use(last.operands[0].name)
+        stay, leave = targets
+        if leave == loop[0]:
+            self.emit(depth, f"if {cond}:")
+        else:
+            if leave != bi + 1:
+                raise KernelError(f"block {self.program.blocks[bi].name}: loop exit to a block other than the next")
+            self.emit(depth, f"if not {cond}:")
+        self.emit(depth + 1, "break")
+        return bi + 1
+
+    def _branch(self, bi, last, targets, stop, depth, loop) -> int:
+        name = self.program.blocks[bi].name
+        cond = self.use(last.operands[0].name)
+        then, other = targets
+        if then == bi + 1 and other > then:
+            join = self._else_join(then, other)
+            self.emit(depth, f"if {cond}:")
+            self._body(then, other, depth + 1, loop)
+            if join is not None:
+                self.emit(depth, "else:")
+                self._body(other, join, depth + 1, loop)
+                return join
+            return other
+        if other == bi + 1 and then > other:
+            self.emit(depth, f"if not {cond}:")
+            self._body(other, then, depth + 1, loop)
+            return then
+        raise KernelError(f"block {name}: conditional branch to {last.targets} is not structured (if/else or loop)")
+
+    def _else_join(self, then: int, other: int) -> int | None:
+        """When the then-part ends with ``br J`` past the else-part, the else-part is other..J-1."""
+        last = self.program.blocks[other - 1].instructions[-1] if self.program.blocks[other - 1].instructions else None
+        if last is not None and last.opcode == "br":
+            join = self.block_index[last.targets[0]]
+            if join > other:
+                return join
+        return None
+
+    def _body(self, start, stop, depth, loop) -> None:
+        before = len(self.lines)
+        self.region(start, stop, depth, loop)
+        if len(self.lines) == before:
+            self.emit(depth, "pass")
+
+
+def _array_kind(type_: str) -> str:
+    return {"f32": "f32", "i32": "i32", "f16x2": "f32", "u64": "u64", "f64": "f64"}.get(type_, "f32")
+
+
+def _address(pointer: str, element: int) -> str:
+    """``pointer + element`` in unsigned arithmetic (both sides uint64, so numba stays in integers)."""
+    if element == 0:
+        return pointer
+    return f"{pointer} + uint64({element})" if element > 0 else f"{pointer} - uint64({-element})"
+
+
+def _adjust_trips(program: Program, trips: dict | None) -> Program:
+    """Replace loop trip counts (``setp.lt %it, N`` feeding a back edge of block LABEL) for small runs."""
+    if not trips:
+        return program
+    from engine.ir import Block, replace_blocks
+
+    blocks = []
+    for block in program.blocks:
+        ins = list(block.instructions)
+        if block.name in trips and ins and ins[-1].opcode == "cbr":
+            cond = ins[-1].operands[0].name
+            for k, i in enumerate(ins):
+                if cond in [d.name for d in i.defs] and i.opcode == "setp.lt" and isinstance(i.operands[1], Imm):
+                    ins[k] = Instruction(i.opcode, i.defs, (i.operands[0], Imm(str(trips[block.name]))), i.guard,
+                                         i.guard_negated, i.phase)
+        blocks.append(Block(block.name, tuple(ins)))
+    return replace_blocks(program, blocks)
+
+
+def loop_trips(program: Program) -> dict:
+    """Trip count of each counted loop: block label -> N from its ``setp.lt %it, N`` back edge."""
+    found = {}
+    for bi, block in enumerate(program.blocks):
+        last = block.instructions[-1] if block.instructions else None
+        if last is None or last.opcode != "cbr" or block.name not in last.targets:
+            continue
+        for i in block.instructions:
+            if i.opcode == "setp.lt" and any(d.name == last.operands[0].name for d in i.defs) \
+                    and isinstance(i.operands[1], Imm):
+                found[block.name] = int(i.operands[1].text, 0)
+    return found
+
+
+def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> tuple[str, _Writer]:
+    """The kernel function's text and the writer that made it (parameters, spill counts)."""
+    if spills not in SPILL_MODES:
+        raise KernelError(f"unknown spill mode {spills!r} (known: {', '.join(SPILL_MODES)})")
+    program = _adjust_trips(plan.program, trips)
+    w = _Writer(plan.with_(program=program) if trips else plan, spills, trips)
+    w.region(0, len(program.blocks), 1)
+    slots = 1 + max([int(i.operands[0].text) for i in program.instructions
+                     if i.opcode in ("st.local", "ld.local")], default=-1)
+    head = []
+    if spills == "plan" and slots:
+        for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
+            if f"spill_{kind}[" in "\n".join(w.lines):
+                head.append(f"    spill_{kind} = cuda.local.array({slots}, {numba_type})")
+    name = _identifier(program.name, set(_RESERVED))
+    params = w.params + ["spill_zero"]
+    text = "\n".join([f"def {name}({', '.join(params)}):"] + head + w.lines) + "\n"
+    return text, w, name, params
+
+
+_HELPERS = '''
+@cuda.jit(device=True, inline=True)
+def shfl_bfly(value, lane_mask):
+    """Butterfly shuffle across the warp (shfl.sync.bfly)."""
+    return cuda.shfl_xor_sync(0xFFFFFFFF, value, lane_mask)
+
+
+@cuda.jit(device=True, inline=True)
+def pack_f16x2(lo, hi):
+    """Two f32 values rounded to f16, held as one pair (cvt.rn.f16x2.f32)."""
+    return (float16(lo), float16(hi))
+
+
+@cuda.jit(device=True, inline=True)
+def unpack_f16x2_lo(pair):
+    return float32(pair[0])
+
+
+@cuda.jit(device=True, inline=True)
+def unpack_f16x2_hi(pair):
+    return float32(pair[1])
+
+
+if config.ENABLE_CUDASIM:
+    # numba's simulator has no warp shuffles: exchange through a per-block table
+    # with a barrier on each side (every thread of a block reaches every shuffle).
+    import threading
+
+    _EXCHANGE = {}
+
+    def shfl_bfly(value, lane_mask):  # noqa: F811 - the simulator's stand-in
+        thread = threading.current_thread()
+        table = _EXCHANGE.setdefault((thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z), {})
+        me = thread.threadIdx.x
+        table[me] = value
+        thread.syncthreads()
+        other = table[me ^ lane_mask]
+        thread.syncthreads()
+        return other
+
+    def pack_f16x2(lo, hi):  # noqa: F811
+        return (np.float16(lo), np.float16(hi))
+
+    def unpack_f16x2_lo(pair):  # noqa: F811
+        return np.float32(pair[0])
+
+    def unpack_f16x2_hi(pair):  # noqa: F811
+        return np.float32(pair[1])
+'''
+
+_GEMM = '''
+
+def grid(batch):
+    """Blocks and threads per block for ``batch`` matrices."""
+    return (batch + MATRICES_PER_BLOCK - 1) // MATRICES_PER_BLOCK, THREADS_PER_BLOCK
+
+
+def make_inputs(batch, seed=0, beta=0.5):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, batch * M * K).astype(np.float32)
+    b = rng.uniform(-1, 1, batch * K * N).astype(np.float32)
+    c = rng.uniform(-1, 1, batch * M * N).astype(np.float32)
+    return {"A": a, "B": b, "C": c, "alpha": np.float32(1.5), "beta": np.float32(beta), "batch": np.int32(batch)}
+
+
+def reference(inputs):
+    """alpha * A @ B + beta * C in float64, per matrix of the batch."""
+    batch = int(inputs["batch"])
+    a = inputs["A"].astype(np.float64).reshape(batch, M, K)
+    b = inputs["B"].astype(np.float64).reshape(batch, K, N)
+    c = inputs["C"].astype(np.float64).reshape(batch, M, N)
+    return (float(inputs["alpha"]) * (a @ b) + float(inputs["beta"]) * c).reshape(-1)
+
+
+def check(inputs, output):
+    """Largest error against numpy and whether it is within TOLERANCE (scaled by K)."""
+    expected = reference(inputs)
+    error = float(np.max(np.abs(output["C"] - expected)))
+    return error, error <= TOLERANCE * K
+
+
+def launch_args(inputs, device=None):
+    return [inputs[name] if device is None else device.get(name, inputs[name]) for name in PARAMS[:-1]] + [np.int32(0)]
+
+
+OUTPUT = "C"
+DEFAULT_BATCH = 1024
+'''
+
+_MHA = '''
+
+ROWS_PER_BLOCK = THREADS_PER_BLOCK // TPR
+
+
+def grid(batch, query_tiles=None, kv_heads=None):
+    """Blocks (query tiles, K/V heads, batch) and threads per block; fewer tiles or heads for a partial run."""
+    return (query_tiles or SEQ_LEN // ROWS_PER_BLOCK, kv_heads or HEADS // GROUPS, batch), THREADS_PER_BLOCK
+
+
+def make_inputs(batch, seed=0, heads=HEADS):
+    """Q, K, V (uniform in [-1, 1]) and O (NaN until written); ``heads`` < HEADS allocates only the
+    first heads, enough for blocks of batch 0 (the index arithmetic assumes HEADS per batch entry)."""
+    if heads < HEADS and batch > 1:
+        raise ValueError("a partial head allocation only holds batch 1")
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, batch * heads * SEQ_LEN * HEAD_DIM).astype(np.float32)
+    k = rng.uniform(-1, 1, batch * (heads // GROUPS) * SEQ_LEN * HEAD_DIM).astype(np.float32)
+    v = rng.uniform(-1, 1, batch * (heads // GROUPS) * SEQ_LEN * HEAD_DIM).astype(np.float32)
+    o = np.full(batch * heads * SEQ_LEN * HEAD_DIM, np.nan, dtype=np.float32)
+    return {"Q": q, "K": k, "V": v, "O": o, "batch": batch, "heads": heads}
+
+
+def reference_rows(inputs, b, head, rows, keys):
+    """softmax(q k^T / sqrt(head_dim)) v for query ``rows`` of one (batch, head) over the first ``keys`` keys."""
+    batch, heads = inputs["batch"], inputs["heads"]
+    q = inputs["Q"].reshape(batch, heads, SEQ_LEN, HEAD_DIM)[b, head, rows].astype(np.float64)
+    kvh = head // GROUPS
+    k = inputs["K"].reshape(batch, heads // GROUPS, SEQ_LEN, HEAD_DIM)[b, kvh, :keys].astype(np.float64)
+    v = inputs["V"].reshape(batch, heads // GROUPS, SEQ_LEN, HEAD_DIM)[b, kvh, :keys].astype(np.float64)
+    s = q @ k.T / math.sqrt(HEAD_DIM)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+def check(inputs, output, blocks=((0, 0, 0),), keys=None):
+    """Largest error over the query rows of ``blocks`` (query tile, K/V head, batch) and every head they serve."""
+    keys = keys or TRIPS * BC
+    o = output["O"].reshape(inputs["batch"], inputs["heads"], SEQ_LEN, HEAD_DIM)
+    error = 0.0
+    for tile, kvh, b in blocks:
+        rows = np.arange(tile * ROWS_PER_BLOCK, (tile + 1) * ROWS_PER_BLOCK)
+        for g in range(GROUPS):
+            head = kvh * GROUPS + g
+            got = o[b, head, rows].astype(np.float64)
+            error = max(error, float(np.max(np.abs(got - reference_rows(inputs, b, head, rows, keys)))))
+    return error, error <= TOLERANCE
+
+
+def launch_args(inputs, device=None):
+    return [inputs[name] if device is None else device.get(name, inputs[name]) for name in PARAMS[:-1]] + [np.int32(0)]
+
+
+OUTPUT = "O"
+DEFAULT_BATCH = 1
+'''
+
+_MAIN = '''
+
+def kernel(max_registers=None):
+    """The CUDA kernel, compiled for the current device with the plan's register cap."""
+    return cuda.jit(SIGNATURE, max_registers=max_registers or MAX_REGISTERS)({name})
+
+
+if __name__ == "__main__":
+    inputs = make_inputs(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else make_inputs(1, heads=GROUPS)
+    blocks, threads = grid(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else grid(1, 1, 1)
+    arrays = {{name: cuda.to_device(inputs[name]) for name in ARRAYS}}
+    kernel()[blocks, threads](*launch_args(inputs, arrays))
+    cuda.synchronize()
+    output = {{OUTPUT: arrays[OUTPUT].copy_to_host()}}
+    error, ok = check(inputs, output)
+    print(f"{{WORKLOAD}}: max abs error {{error:.3g}} ({{'within' if ok else 'OUTSIDE'}} tolerance {{TOLERANCE}})")
+    sys.exit(0 if ok else 1)
+'''
+
+
+def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, trips: dict) -> list[str]:
+    workload, options = plan.workload or {}, plan.options or {}
+    lines = [f"WORKLOAD = {workload!r}", f"ALLOCATOR = {plan.allocator!r}",
+             f"MAX_REGISTERS = {plan.budget}", f"PARAMS = {tuple(params)!r}",
+             f"ARRAYS = {tuple(w.array_params)!r}", f"SIGNATURE = {signature!r}",
+             f"THREADS_PER_BLOCK = {int(options.get('threads_per_block', 128))}"]
+    if workload.get("kind") == "gemm":
+        lines += [f"M, N, K = {workload['m']}, {workload['n']}, {workload['k']}",
+                  f"MATRICES_PER_BLOCK = {int(options.get('matrices_per_block', 1))}",
+                  "TOLERANCE = 1e-5  # max abs error per unit of K, inputs uniform in [-1, 1]"]
+    elif workload.get("kind") == "mha":
+        all_trips = loop_trips(plan.program)
+        lines += [f"HEADS, GROUPS, HEAD_DIM, SEQ_LEN = {workload['heads']}, {workload['groups']}, "
+                  f"{workload['head_dim']}, {workload.get('seq_len', 2048)}",
+                  f"TPR, BC = {int(options.get('tpr', 1))}, {int(options.get('bc', 16))}",
+                  f"TRIPS = {min(list((trips or all_trips).values()) or [0])}  # K/V tiles each query row sees",
+                  "TOLERANCE = 1e-4  # max abs error, inputs uniform in [-1, 1]"]
+    return lines
+
+
+def _signature(program: Program, params: list, arrays: list) -> str:
+    types = {ins.operands[0].text: ins.defs[0].type for ins in program.instructions if ins.opcode == "param"}
+    parts = ["float32[::1]" if p in arrays else NUMBA_TYPES[types[p]] for p in params[:-1]]
+    return f"void({', '.join(parts + ['int32'])})"
+
+
+def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -> KernelSource:
+    """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says.
+
+    ``trips`` (loop label -> trip count) shortens counted loops, for simulator runs of MHA.
+    """
+    body, w, name, params = kernel_body(plan, spills, trips)
+    signature = _signature(plan.program, params, w.array_params)
+    kind = (plan.workload or {}).get("kind")
+    header = (f'"""RegTune kernel: {plan.program.name}, plan {plan.allocator!r}, budget {plan.budget} registers.\n\n'
+              "Generated from a RegTune plan. It realizes the plan's instruction order, tiling and register\n"
+              "cap; ptxas allocates registers again, so the plan's register names are not what the GPU gets.\n"
+              + ("Planned spill code is kept: stores go to spill_*[SLOT], reloads read spill_*[SLOT + spill_zero]\n"
+                 "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
+              + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
+    parts = [header, "import math\nimport sys\n\nimport numpy as np\nfrom numba import config, cuda, "
+             "float32, int32, int64, uint64\nfrom numba.types import float16\n", "\n".join(_constants(plan, w, name, params, signature, trips)) + "\n",
+             _HELPERS, "\n\n" + body, {"gemm": _GEMM, "mha": _MHA}.get(kind, ""),
+             _MAIN.format(name=name) if kind in ("gemm", "mha") else ""]
+    return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
+                        w.stores, w.loads, plan.budget)

@@ -1,0 +1,71 @@
+"""Run generated kernels in a worker process with a time limit: numba's simulator or a GPU.
+
+Invariant: these functions never raise for a kernel that crashes, hangs or
+computes wrong numbers; they return a result dict whose ``error`` (one
+line) or ``ok``/``max_error`` says what happened, so a crash in a kernel
+never takes the caller down. A GPU figure without a GPU is the string
+"no CUDA device", never a number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from engine.plan import Plan
+from kernels.codegen import KernelSource, kernel_source, loop_trips
+
+SIMULATOR_TIMEOUT_S = 600
+GPU_TIMEOUT_S = 300
+#: K/V tiles an MHA simulator run covers (the simulator is slow; the kernel is the same but for the trip count)
+SIMULATOR_TRIPS = 2
+
+
+def run_worker(request: dict, simulator: bool, timeout: float) -> dict:
+    """Send ``request`` to ``python -m kernels.worker``; its reply, or an error for a crash or a hang."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0"}
+    try:
+        done = subprocess.run([sys.executable, "-m", "kernels.worker"], input=json.dumps(request), text=True,
+                              capture_output=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the kernel worker did not finish within {timeout:.0f} s (killed)"}
+    lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout or "").strip().splitlines()
+        return {"error": f"the kernel worker exited with {done.returncode}: {tail[-1] if tail else 'no output'}"}
+    return json.loads(lines[-1])
+
+
+def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, dict]:
+    """The kernel as the simulator runs it: MHA loops shortened to ``SIMULATOR_TRIPS`` trips, nothing else changed."""
+    trips = None
+    if (plan.workload or {}).get("kind") == "mha":
+        trips = {label: min(n, SIMULATOR_TRIPS) for label, n in loop_trips(plan.program).items()}
+    return kernel_source(plan, spills, trips), trips or {}
+
+
+def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0) -> dict:
+    """Run the plan's kernel in numba's CUDA simulator and compare with numpy."""
+    source, trips = simulator_source(plan, spills)
+    result = run_worker({"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed},
+                        simulator=True, timeout=timeout)
+    if trips:
+        result["trips"] = trips
+        result["scope"] = (f"query tile 0 of K/V head 0, batch 0; {SIMULATOR_TRIPS} K/V tiles per loop "
+                           f"(the kernel runs {max(loop_trips(plan.program).values())})")
+    return result
+
+
+def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S, device: str | None = None,
+               repeats: int = 20, batch: int | None = None) -> dict:
+    """Launch, check and time the plan's kernel on the GPU; ``{"error": "no CUDA device"}`` without one."""
+    if device is None:
+        return {"error": "no CUDA device"}
+    source = kernel_source(plan, spills)
+    request = {"source": source.text, "kernel": source.name, "mode": "gpu", "repeats": repeats,
+               "max_registers": plan.budget}
+    if batch:
+        request["batch"] = batch
+    return run_worker(request, simulator=False, timeout=timeout)
