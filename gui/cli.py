@@ -27,6 +27,7 @@ from engine.plan import MAX_REGISTERS, check_plan, load_plan, registers_used, wr
 from engine.verify import verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
+from gui.cli_kernels import add_kernel_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -251,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check a plan file statically and by execution")
     p.add_argument("plan", help="plan file (JSON)")
     p.set_defaults(func=cmd_check)
+    add_kernel_commands(sub, _workload_flags)
     return parser
 
 

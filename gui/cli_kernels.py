@@ -1,0 +1,221 @@
+"""``regtune doctor | build | compare | budget-sweep``: kernels built from plans, measured by NVIDIA's tools.
+
+Invariant: no Qt here; numba is imported only when a command needs it; a
+figure that could not be had prints the reason instead of a number.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from engine.allocators import ALLOCATORS, allocate, check_allocator
+from engine.arch import load_arch, occupancy
+from engine.errors import RegtuneError
+from engine.plan import MAX_REGISTERS, load_plan, write_text_atomic
+
+
+def _archs(text: str) -> tuple[str, ...]:
+    archs = tuple(a.strip() for a in text.split(",") if a.strip())
+    for a in archs:
+        load_arch(a)
+    if not archs:
+        raise RegtuneError("--arch needs at least one architecture, e.g. sm_80,sm_90")
+    return archs
+
+
+def cmd_doctor(args) -> int:
+    from kernels.toolchain import doctor
+
+    rows, missing = doctor()
+    for what, finding in rows:
+        print(f"{what:12} {finding}")
+    for line in missing:
+        print(f"missing: {line}")
+    return 1 if missing else 0
+
+
+def _gpu(plan, device):
+    from kernels.run import run_on_gpu
+
+    return run_on_gpu(plan, device=device) if device else {"error": "no CUDA device"}
+
+
+def _figure(result: dict | None) -> str:
+    if not result:
+        return "not run"
+    if "error" in result:
+        return result["error"]
+    text = f"{'ok' if result.get('ok') else 'MISMATCH'} (max err {result['max_error']:.2g})"
+    if "median_ms" in result:
+        text = f"{result['median_ms']:.4f} ms, {text}"
+    return text
+
+
+def cmd_build(args) -> int:
+    from kernels.build import build_plan
+    from kernels.report import build_report
+    from kernels.run import simulate
+    from kernels.toolchain import cuda_device
+
+    plan = load_plan(args.plan)
+    archs = _archs(args.arch)
+    build = build_plan(plan, archs, spills=args.spills)
+    sim = simulate(plan, args.spills) if not args.no_simulate else {"error": "not run (--no-simulate)"}
+    device = cuda_device()
+    report = build_report(plan, build, sim, _gpu(plan, device))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = plan.program.name
+    write_text_atomic(out / f"{stem}.py", build.source.text)
+    write_text_atomic(out / f"{stem}.ptx", build.ptx)
+    for arch, b in build.archs.items():
+        write_text_atomic(out / f"{stem}.{arch}.sass", b.sass_text)
+    write_text_atomic(out / "report.json", json.dumps(report, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(_table([(plan.allocator, plan, report)], archs))
+    for arch in archs:
+        for sentence in report["sass"][arch]["explanation"]:
+            print(f"  {arch}: {sentence}")
+    print(f"wrote {stem}.py, {stem}.ptx, {len(archs)} SASS listings and report.json to {out}")
+    return 0
+
+
+def _rows(archs) -> list[tuple[str, callable]]:
+    rows = [("planned registers", lambda r: r["planned"]["registers"]),
+            ("planned MAXLIVE", lambda r: r["planned"]["maxlive"]),
+            ("planned spills (values)", lambda r: r["planned"]["spills"]),
+            ("bank conflicts (plan model)", lambda r: r["planned"]["bank_conflicts"]),
+            ("occupancy (plan, warps)", lambda r: r["planned"]["occupancy"]["active_warps"])]
+    for a in archs:
+        rows += [(f"{a} ptxas registers", lambda r, a=a: r["ptxas"][a]["registers"]),
+                 (f"{a} spill st/ld bytes", lambda r, a=a: f"{r['ptxas'][a]['spill_store_bytes']}/"
+                                                             f"{r['ptxas'][a]['spill_load_bytes']}"),
+                 (f"{a} stack frame bytes", lambda r, a=a: r["ptxas"][a]["stack_frame_bytes"]),
+                 (f"{a} occupancy (warps)", lambda r, a=a: r["ptxas"][a]["occupancy"]["active_warps"]),
+                 (f"{a} SASS MAXLIVE", lambda r, a=a: r["sass"][a]["maxlive"])]
+    rows += [("simulator check", lambda r: _figure(r["simulator"])), ("GPU time", lambda r: _figure(r["gpu"]))]
+    return rows
+
+
+def _table(columns: list, archs) -> str:
+    header = ["", *[name for name, _, _ in columns]]
+    body = [[label, *[str(get(report)) for _, _, report in columns]] for label, get in _rows(archs)]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _allocators(text: str) -> list[str]:
+    names = sorted(ALLOCATORS, key=["naive", "linear-scan", "chaitin-briggs", "dsatur"].index) \
+        if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
+    for n in names:
+        check_allocator(n)
+    return names
+
+
+def cmd_compare(args) -> int:
+    from gui.cli import workload_program
+    from kernels.build import build_plan
+    from kernels.report import build_report
+    from kernels.run import simulate
+    from kernels.toolchain import cuda_device
+
+    program, workload, options = workload_program(args)
+    archs = _archs(args.arch)
+    plans = [(n, allocate(n, program, args.budget).with_(workload=workload, options=options))
+             for n in _allocators(args.allocators)]
+    plans += [(Path(p).stem, load_plan(p)) for p in args.plan or []]
+    device = cuda_device()
+    columns = []
+    for name, plan in plans:
+        build = build_plan(plan, archs)
+        sim = simulate(plan) if not args.no_simulate else {"error": "not run (--no-simulate)"}
+        columns.append((name, plan, build_report(plan, build, sim, _gpu(plan, device))))
+    if args.json:
+        print(json.dumps({name: report for name, _, report in columns}, indent=1))
+    else:
+        print(_table(columns, archs))
+    spilled = [f"{name} on {a}" for name, _, r in columns for a in archs
+               if r["ptxas"][a]["spill_store_bytes"] or r["ptxas"][a]["spill_load_bytes"]
+               or r["kernel"]["ptx_st_local"]]
+    if args.fail_on_spill and spilled:
+        print(f"regtune: spills in: {', '.join(spilled)}")
+        return 1
+    return 0
+
+
+def cmd_budget_sweep(args) -> int:
+    from kernels.build import compile_ptx
+    from kernels.codegen import kernel_source
+    from kernels.report import threads_per_block
+    from kernels.toolchain import ptxas
+
+    plan = load_plan(args.plan)
+    arch = load_arch(args.arch)
+    if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
+        raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
+    source = kernel_source(plan)
+    ptx = compile_ptx(source, arch.compute_capability)
+    caps = list(range(args.start, args.stop + 1, 8))
+    if caps[-1] != args.stop:
+        caps.append(args.stop)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda c: ptxas(ptx, arch.name, c)[0], caps))
+    threads = threads_per_block(plan)
+    rows = []
+    for cap, r in zip(caps, reports):
+        occ = occupancy(arch, r.registers, threads)
+        rows.append({"maxrregcount": cap, "registers": r.registers, "spill_store_bytes": r.spill_store_bytes,
+                     "spill_load_bytes": r.spill_load_bytes, "stack_frame_bytes": r.stack_frame_bytes,
+                     "active_warps": occ.active_warps, "occupancy": round(occ.occupancy, 4)})
+    if args.json:
+        print(json.dumps({"arch": arch.name, "plan": args.plan, "threads_per_block": threads, "sweep": rows},
+                         indent=1))
+        return 0
+    print(f"{args.plan} on {arch.name}, {threads} threads per block")
+    print(f"{'maxrregcount':>12} {'registers':>9} {'spill st B':>10} {'spill ld B':>10} {'stack B':>8} "
+          f"{'warps':>5} {'occupancy':>9}")
+    for r in rows:
+        print(f"{r['maxrregcount']:>12} {r['registers']:>9} {r['spill_store_bytes']:>10} {r['spill_load_bytes']:>10} "
+              f"{r['stack_frame_bytes']:>8} {r['active_warps']:>5} {r['occupancy']:>9.1%}")
+    return 0
+
+
+def add_kernel_commands(sub, workload_flags) -> None:
+    """Register the kernel commands on the ``regtune`` parser's subcommands."""
+    p = sub.add_parser("doctor", help="NVVM, ptxas, nvdisasm and CUDA device: paths and versions")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("build", help="build a plan's kernel, measure it with ptxas/nvdisasm, check it")
+    p.add_argument("plan", help="plan file (JSON)")
+    p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated architectures (default sm_80,sm_90)")
+    p.add_argument("--out-dir", required=True, help="folder for the kernel .py, .ptx, SASS and report.json")
+    p.add_argument("--spills", default="plan", choices=["plan", "compiler"],
+                   help="keep the plan's spill code in the kernel (plan) or leave spilling to ptxas (compiler)")
+    p.add_argument("--no-simulate", action="store_true", help="skip the simulator check")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("compare", help="plans side by side: planned against ptxas, SASS, simulator and GPU")
+    workload_flags(p)
+    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="register budget (default 255)")
+    p.add_argument("--allocators", default="all", help="'all' or comma-separated allocator names")
+    p.add_argument("--plan", action="append", help="a plan file to add as a column (repeatable)")
+    p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated architectures")
+    p.add_argument("--no-simulate", action="store_true", help="skip the simulator checks")
+    p.add_argument("--fail-on-spill", action="store_true", help="exit 1 when any kernel spills (CI)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("budget-sweep", help="ptxas registers, spills and occupancy against -maxrregcount")
+    p.add_argument("plan", help="plan file (JSON)")
+    p.add_argument("--arch", default="sm_80")
+    p.add_argument("--from", dest="start", type=int, default=32)
+    p.add_argument("--to", dest="stop", type=int, default=MAX_REGISTERS)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_budget_sweep)
