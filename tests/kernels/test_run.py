@@ -1,0 +1,73 @@
+"""Kernels run in a worker process: numba's simulator against numpy, crashes and hangs contained, GPU figures honest."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.allocators import ALLOCATORS
+from engine.edits import Assign, Move, Spill, apply_edit
+from kernels.run import run_on_gpu, run_worker, simulate
+from kernels.toolchain import cuda_device
+from tests.kernels.conftest import gemm_plan, mha_plan
+
+
+@pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
+def test_simulator_matches_numpy_for_every_allocator(allocator):
+    result = simulate(gemm_plan(5, 6, 7, allocator, budget=32, tile=(5, 3)))
+    assert "error" not in result, result
+    assert result["ok"] and result["max_error"] <= result["tolerance"] * 7 and result["runs"] == 2
+
+
+def test_simulator_matches_numpy_for_hand_edited_plans():
+    plan = gemm_plan(4, 4, 8, "chaitin-briggs", tile=(2, 2), schedule="load-all-first")
+    spilled = apply_edit(plan, Spill("a_1_3"))
+    assert spilled.rejected is None and spilled.plan.spills
+    stores = [i for i, ins in enumerate(spilled.plan.program.instructions) if ins.opcode == "st.global"]
+    moved = apply_edit(spilled.plan, Move(stores[-1], stores[0]))
+    assert moved.rejected is None
+    reassigned = apply_edit(moved.plan, Assign("b_0_0", (40,)))
+    for plan in (spilled.plan, moved.plan, reassigned.plan):
+        result = simulate(plan.with_(allocator="hand"))
+        assert result.get("ok"), result
+
+
+def test_a_kernel_that_computes_wrong_numbers_is_reported_not_raised():
+    plan = gemm_plan(3, 3, 3, "linear-scan", tile=(3, 3))
+    from kernels.codegen import kernel_source
+
+    source = kernel_source(plan)
+    broken = source.text.replace("cuda.fma(a_0_1, b_1_0, acc_0_0", "cuda.fma(a_0_1, b_1_1, acc_0_0", 1)
+    assert broken != source.text
+    result = run_worker({"source": broken, "kernel": source.name, "mode": "simulator"}, True, 300)
+    assert result["ok"] is False and result["max_error"] > result["tolerance"]
+
+
+def test_a_crash_or_a_hang_in_the_worker_is_an_error_value():
+    crash = run_worker({"source": "import os\nos._exit(3)\n", "kernel": "k", "mode": "simulator"}, True, 60)
+    assert crash["error"].startswith("the kernel worker exited with 3")
+    hang = run_worker({"source": "while True:\n    pass\n", "kernel": "k", "mode": "simulator"}, True, 3)
+    assert hang == {"error": "the kernel worker did not finish within 3 s (killed)"}
+    bad = run_worker({"source": "raise ValueError('bad kernel')\n", "kernel": "k", "mode": "simulator"}, True, 60)
+    assert bad == {"error": "ValueError: bad kernel"}
+
+
+def test_without_a_gpu_the_gpu_figures_say_why():
+    if cuda_device() is not None:
+        pytest.skip("a CUDA device is present: this checks the figures of a machine without one")
+    assert run_on_gpu(gemm_plan(2, 2, 2), device=None) == {"error": "no CUDA device"}
+
+
+def test_on_a_gpu_the_kernel_is_checked_timed_and_its_registers_read():
+    device = cuda_device()
+    if device is None:
+        pytest.skip("no CUDA device: GPU launch and timing need one")
+    result = run_on_gpu(gemm_plan(8, 8, 8), device=device, repeats=5)
+    assert result["ok"] and result["median_ms"] > 0 and result["registers"] > 0
+
+
+@pytest.mark.slow
+def test_simulator_matches_numpy_for_mha_at_a_small_size():
+    for plan in (mha_plan(allocator="dsatur"), mha_plan(head_dim=32, groups=2, strategies=("fp16-softmax",))):
+        result = simulate(plan)
+        assert result.get("ok"), result
+        assert result["trips"] and "K/V tiles per loop" in result["scope"]
