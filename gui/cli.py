@@ -1,6 +1,7 @@
-"""The ``regtune`` command: headless analysis, allocation and plan checks.
+"""The ``regtune`` command: headless analysis, allocation, plan checks and kernels; the window on request.
 
-Invariant: this module never imports Qt; every failure a user can cause
+Invariant: this module never imports Qt (``gui``, ``screenshot`` and no arguments import
+gui.qt_app when run); every failure a user can cause
 (a missing file, an unknown allocator, a bad program or plan) prints one
 line ``regtune: error: ...`` on stderr and exits 2, never a traceback.
 
@@ -253,13 +254,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", help="plan file (JSON)")
     p.set_defaults(func=cmd_check)
     add_kernel_commands(sub, _workload_flags)
+    p = sub.add_parser("gui", help="open the window (also: regtune with no arguments)")
+    p.add_argument("plan", nargs="?", help="a plan file to open")
+    p.set_defaults(func=cmd_gui)
+    p = sub.add_parser("screenshot", help="render the window offscreen to a PNG")
+    p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
+    p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
+    p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
+    p.add_argument("--out", required=True, help="PNG file to write")
+    p.set_defaults(func=cmd_screenshot)
     return parser
 
 
+def cmd_gui(args) -> int:
+    from gui.qt_app import run_gui
+
+    if args.plan and not Path(args.plan).exists():
+        raise RegtuneError(f"{args.plan}: no such file")
+    return run_gui(args.plan)
+
+
+def cmd_screenshot(args) -> int:
+    from gui.qt_app import screenshot
+
+    workload, options = None, None
+    if args.gemm:
+        m, n, k = (int(x) for x in args.gemm.lower().split("x"))
+        workload = {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
+    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options))
+    return 0
+
+
 def main(argv=None) -> int:
-    """Entry point of the ``regtune`` console script."""
+    """Entry point of the ``regtune`` console script (no arguments: the window)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        if not argv:
+            return cmd_gui(argparse.Namespace(plan=None))
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()

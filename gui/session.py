@@ -124,7 +124,8 @@ class Session:
     def from_dict(cls, data: dict, source: str = "<session>") -> "Session":
         if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
             raise RegtuneError(f"{source}: not a RegTune session file")
-        plans = {name: plan_from_dict(d, f"{source}: plan {name!r}") for name, d in data.get("plans", {}).items()}
+        plans = {name: plan_from_dict(d, f"{source}: plan {name!r}", check=False)   # broken hand edits included
+                 for name, d in data.get("plans", {}).items()}
         return cls(dict(data["workload"]), dict(data["options"]), plans, data.get("current"),
                    list(data.get("edits", [])))
 

@@ -69,3 +69,19 @@ def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S,
     if batch:
         request["batch"] = batch
     return run_worker(request, simulator=False, timeout=timeout)
+
+
+def build_in_worker(plan: Plan, archs=("sm_80", "sm_90"), simulate_too: bool = True, timeout: float = 900) -> dict:
+    """Build, measure and check ``plan`` in a worker process (what the window does on Ctrl+B)."""
+    from engine.plan import plan_to_dict
+
+    return run_worker({"mode": "build", "plan": plan_to_dict(plan), "archs": list(archs),
+                       "simulate": simulate_too}, simulator=False, timeout=timeout)
+
+
+def sweep_in_worker(plan: Plan, arch: str = "sm_80", start: int = 24, stop: int = 255, timeout: float = 600) -> dict:
+    """ptxas registers, spill bytes and occupancy against -maxrregcount, in a worker process."""
+    from engine.plan import plan_to_dict
+
+    return run_worker({"mode": "sweep", "plan": plan_to_dict(plan), "arch": arch, "start": start, "stop": stop},
+                      simulator=False, timeout=timeout)

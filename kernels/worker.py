@@ -5,9 +5,10 @@ never returns cannot take the caller down (:mod:`kernels.run` starts it
 with a time limit). In simulator mode the parent sets
 ``NUMBA_ENABLE_CUDASIM=1`` before this process imports numba.
 
-Request: ``{"source": TEXT, "mode": "simulator" | "gpu", "seed": N, ...}``.
-Reply (stdout, one JSON object): ``{"ok": bool, "max_error": x, "tolerance": t, ...}``
-or ``{"error": "one line"}``.
+Requests: ``{"mode": "simulator" | "gpu", "source": TEXT, "kernel": NAME, ...}`` run a
+kernel; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` builds, measures and checks
+a plan; ``{"mode": "sweep", "plan": PLAN, "arch": A}`` runs the -maxrregcount sweep.
+Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
 """
 
 from __future__ import annotations
@@ -176,10 +177,53 @@ def gpu(request: dict) -> dict:
     return result
 
 
+def build(request: dict) -> dict:
+    """Build and measure a plan (kernels.build), check it in the simulator, report planned vs actual."""
+    from engine.plan import plan_from_dict
+    from kernels.build import build_plan
+    from kernels.report import build_report
+    from kernels.run import run_on_gpu
+    from kernels.run import simulate as run_simulator
+    from kernels.toolchain import cuda_device
+
+    plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names
+    spills = request.get("spills", "plan")
+    built = build_plan(plan, tuple(request.get("archs", ("sm_80", "sm_90"))), spills)
+    sim = run_simulator(plan, spills) if request.get("simulate", True) else {"error": "not run"}
+    device = cuda_device() if request.get("gpu", True) else None
+    gpu_result = run_on_gpu(plan, spills, device=device) if device else {"error": "no CUDA device"}
+    return {"report": build_report(plan, built, sim, gpu_result), "ptx": built.ptx, "source": built.source.text,
+            "sass": {arch: b.sass_text for arch, b in built.archs.items()}}
+
+
+def sweep(request: dict) -> dict:
+    """ptxas at every -maxrregcount from..to (step 8) for one plan's PTX."""
+    from engine.arch import load_arch, occupancy
+    from engine.plan import plan_from_dict
+    from kernels.build import compile_ptx
+    from kernels.codegen import kernel_source
+    from kernels.report import threads_per_block
+    from kernels.toolchain import ptxas
+
+    plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names
+    arch = load_arch(request.get("arch", "sm_80"))
+    ptx = compile_ptx(kernel_source(plan), arch.compute_capability)
+    rows = []
+    for cap in range(request.get("start", 24), request.get("stop", 255) + 1, 8):
+        r, _ = ptxas(ptx, arch.name, cap)
+        occ = occupancy(arch, r.registers, threads_per_block(plan))
+        rows.append({"maxrregcount": cap, "registers": r.registers, "spill_store_bytes": r.spill_store_bytes,
+                     "spill_load_bytes": r.spill_load_bytes, "active_warps": occ.active_warps})
+    return {"arch": arch.name, "sweep": rows}
+
+
+MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep}
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
-        result = simulate(request) if request["mode"] == "simulator" else gpu(request)
+        result = MODES[request["mode"]](request)
     except Exception as e:  # noqa: BLE001 - every failure becomes one line for the parent
         text = str(e).strip().splitlines()
         result = {"error": f"{type(e).__name__}: {text[0] if text else ''}"}

@@ -1,0 +1,64 @@
+"""Starting the window: ``regtune``, ``regtune gui [PLAN]`` and ``regtune screenshot``.
+
+Invariant: this is the only entry point that creates a QApplication; the
+headless commands of gui/cli.py import it only when asked for the window.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.errors import RegtuneError
+
+VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
+
+
+def application():
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("RegTune")
+    return app
+
+
+def run_gui(plan_path: str | None = None) -> int:
+    app = application()
+    from gui.qt_main_window import QtMainWindow
+
+    window = QtMainWindow(restore=None if plan_path is None else False)
+    if plan_path:
+        window.open_plan(plan_path)
+    window.show()
+    return app.exec()
+
+
+def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
+               workload: dict | None = None, options: dict | None = None) -> str:
+    """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window)."""
+    if view not in (*VIEW_TABS, "all"):
+        raise RegtuneError(f"unknown view {view!r} (timeline, graph, compare, sass, sweep, all)")
+    app = application()
+    from gui.qt_main_window import QtMainWindow
+
+    window = QtMainWindow(autosave=False, restore=False, start_jobs=False)
+    window.resize(*size)
+    if plan_path:
+        if not window.open_plan(plan_path):
+            raise RegtuneError(window.last_error or f"{plan_path}: cannot open")
+        window.wait_for_jobs()
+    else:
+        window.allocate_now(workload or window.doc.session.workload, options or window.doc.session.options)
+    from engine.jobs import NullProgress
+    from gui.qt_main_window import _doctor_job
+
+    window.toolchain_label.setText(_doctor_job(NullProgress()))
+    window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
+    window.show()
+    for _ in range(5):
+        app.processEvents()
+    widget = window if view == "all" else window.tabs.currentWidget()
+    if not widget.grab().save(out):
+        raise RegtuneError(f"{out}: could not write the picture")
+    window.doc.autosave_enabled = False
+    window.close()
+    return out

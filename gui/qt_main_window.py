@@ -1,0 +1,595 @@
+"""QtMainWindow: the RegTune workbench.
+
+Left: the workload panel and the plans list. Centre: timeline, interference
+graph, compare, actual (SASS) and budget-sweep tabs. Right: why-this-many,
+allocation table, instructions, conflicts and the undo history. Every edit
+is a QUndoCommand on one stack; long work runs in background jobs with a
+progress bar and a Cancel button; errors come to one notification point and
+show in a dialog with details, and the session is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QAction, QKeySequence, QPainter, QUndoStack
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
+                               QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
+                               QUndoView, QVBoxLayout, QWidget)
+
+from engine.edits import Assign, Move, Spill, Unspill
+from engine.errors import RegtuneError
+from engine.plan import Plan, load_plan, write_plan, write_text_atomic
+from gui import notifications
+from gui.qt_commands import PlansCommand, WorkloadCommand, push_edit
+from gui.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
+from gui.qt_document import QtDocument
+from gui.qt_graph import QtInterferenceGraph
+from gui.qt_jobs import QtJobRunner
+from gui.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyPanel
+from gui.qt_table import QtAllocationTable
+from gui.qt_timeline import QtTimeline
+from gui.qt_workload import QtWorkloadPanel, config_label
+from gui.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_path, clear_autosave
+
+VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
+
+
+def _planned(plan: Plan) -> dict:
+    from kernels.report import planned
+
+    return planned(plan, (plan.options or {}).get("arch", "sm_80"))
+
+
+def _allocate_job(progress, workload: dict, options: dict) -> dict:
+    return allocate_all(workload, options, progress)
+
+
+def _build_job(progress, plans: dict, archs) -> dict:
+    from kernels.run import build_in_worker
+
+    out = {}
+    for n, (name, plan) in enumerate(plans.items()):
+        progress.advance(n, len(plans))
+        if progress.cancelled():
+            break
+        out[name] = build_in_worker(plan, archs)
+    progress.advance(len(plans), len(plans))
+    return out
+
+
+def _sweep_job(progress, plan: Plan, arch: str) -> dict:
+    from kernels.run import sweep_in_worker
+
+    progress.advance(0, 1)
+    return sweep_in_worker(plan, arch)
+
+
+def _doctor_job(progress) -> str:
+    from kernels.toolchain import doctor
+
+    rows, missing = doctor()
+    found = dict(rows)
+    parts = [f"ptxas {found.get('ptxas', 'missing').split('(')[-1].rstrip(')')}"
+             if "ptxas" in found else "ptxas missing", found.get("nvvm", "NVVM missing").split(" via ")[0]]
+    device = found.get("cuda device", "")
+    parts.append("GPU: " + (device if device and not device.startswith("none") else "no CUDA device"))
+    return "  |  ".join(parts + [f"missing: {m}" for m in missing])
+
+
+class QtMainWindow(QMainWindow):
+    def __init__(self, session: Session | None = None, autosave: bool = True, restore: bool | None = None,
+                 start_jobs: bool = True):
+        super().__init__()
+        self.setWindowTitle("RegTune")
+        self.resize(1500, 950)
+        self.setAcceptDrops(True)
+        self.doc = QtDocument(session, autosave=False)
+        self.stack = QUndoStack(self)
+        self.jobs = QtJobRunner(self)
+        self.last_error: str | None = None
+        self.sass_builds: dict = {}
+        self._build_widgets()
+        self._build_actions()
+        self._connect()
+        notifications.subscribe(self._notified)
+        self.doc.autosave_enabled = autosave
+        if restore is None and autosave and autosave_path().exists():
+            restore = QMessageBox.question(self, "RegTune", "RegTune did not close cleanly. Restore the last "
+                                           "session, with every edit?") == QMessageBox.StandardButton.Yes
+        if restore and autosave_path().exists():
+            self.restore_autosave()
+        elif not self.doc.session.plans and start_jobs:
+            self.request_workload(self.doc.session.workload, self.doc.session.options)
+        else:
+            self.refresh_all()
+        if start_jobs:
+            self.jobs.start("doctor", _doctor_job, on_done=self.toolchain_label.setText,
+                            on_error=lambda m, d: self.toolchain_label.setText(f"toolchain: {m}"))
+
+    # -- construction ----------------------------------------------------------------------
+    def _build_widgets(self) -> None:
+        self.workload_panel = QtWorkloadPanel()
+        self.workload_panel.set_state(self.doc.session.workload, self.doc.session.options)
+        self.plans_list = QtPlansList()
+        self.timeline = QtTimeline()
+        self.graph = QtInterferenceGraph()
+        self.compare = QtComparePanel()
+        self.sass_view = QtSassView()
+        self.sweep = QtBudgetSweep()
+        self.tabs = QTabWidget()
+        for widget, label in ((self.timeline, "Timeline"), (self.graph, "Interference graph"),
+                              (self.compare, "Compare"), (self.sass_view, "Actual (SASS)"),
+                              (self.sweep, "Budget sweep")):
+            self.tabs.addTab(widget, label)
+        self.setCentralWidget(self.tabs)
+        self.why = QtWhyPanel()
+        self.table = QtAllocationTable()
+        self.instructions = QtInstructionList()
+        self.conflicts = QtConflicts()
+        self.history = QUndoView(self.stack)
+        self.history.setEmptyLabel("<session start>")
+        side = QTabWidget()
+        for widget, label in ((self.why, "Why this many"), (self.table, "Allocation"),
+                              (self.instructions, "Instructions"), (self.conflicts, "Conflicts"),
+                              (self.history, "History")):
+            side.addTab(widget, label)
+        self.side_tabs = side
+        scroll = QScrollArea()
+        scroll.setWidget(self.workload_panel)
+        scroll.setWidgetResizable(True)
+        left = QWidget()
+        layout = QVBoxLayout(left)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll, 3)
+        layout.addWidget(QLabel("Plans"))
+        layout.addWidget(self.plans_list, 2)
+        for widget, title, area in ((left, "Workload and plans", Qt.DockWidgetArea.LeftDockWidgetArea),
+                                    (side, "Details", Qt.DockWidgetArea.RightDockWidgetArea)):
+            dock = QDockWidget(title, self)
+            dock.setObjectName(title)
+            dock.setWidget(widget)
+            self.addDockWidget(area, dock)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.hide()
+        self.cancel_button.clicked.connect(self.jobs.cancel_all)
+        self.toolchain_label = QLabel("toolchain: checking...")
+        self.status_text = QLabel()
+        bar = self.statusBar()
+        bar.addWidget(self.status_text, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+        bar.addPermanentWidget(self.toolchain_label)
+
+    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        m = self.menuBar()
+        file_menu, edit_menu, kernel_menu, view_menu = (m.addMenu(t) for t in ("&File", "&Edit", "&Kernel", "&View"))
+        self.open_action = self._action(file_menu, "Open plan...", self.open_plan_dialog, QKeySequence.StandardKey.Open)
+        self.save_action = self._action(file_menu, "Save plan...", self.save_plan_dialog, QKeySequence.StandardKey.Save)
+        self._action(file_menu, "Export kernel source...", self.export_kernel_dialog)
+        self._action(file_menu, "Export picture of the current view...", self.export_picture_dialog, "Ctrl+E")
+        file_menu.addSeparator()
+        self._action(file_menu, "Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.undo_action = self.stack.createUndoAction(self, "Undo")
+        self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
+        self.redo_action = self.stack.createRedoAction(self, "Redo")
+        self.redo_action.setShortcut(QKeySequence("Ctrl+Shift+Z"))
+        edit_menu.addAction(self.undo_action)
+        edit_menu.addAction(self.redo_action)
+        edit_menu.addSeparator()
+        self._action(edit_menu, "Spill selected value", lambda: self.spill_selected(True), "Ctrl+Shift+L")
+        self._action(edit_menu, "Unspill selected value", lambda: self.spill_selected(False), "Ctrl+Shift+U")
+        self._action(edit_menu, "New hand copy of the current plan", self.duplicate_current, "Ctrl+D")
+        edit_menu.addSeparator()
+        self._action(edit_menu, "Preferences...", self.preferences)
+        self.build_action = self._action(kernel_menu, "Build && measure", self.build_and_measure, "Ctrl+B")
+        self._action(kernel_menu, "Budget sweep of the current plan", self.budget_sweep, "Ctrl+Shift+B")
+        self._action(kernel_menu, "Cancel running jobs", self.jobs.cancel_all, "Esc")
+        for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep")):
+            self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
+        tools = self.addToolBar("Main")
+        tools.setObjectName("main toolbar")
+        tools.setIconSize(QSize(16, 16))
+        for action in (self.open_action, self.save_action, self.undo_action, self.redo_action, self.build_action):
+            tools.addAction(action)
+
+    def _connect(self) -> None:
+        d = self.doc
+        d.plansChanged.connect(self.refresh_all)
+        d.currentChanged.connect(self.refresh_all)
+        d.planChanged.connect(self._plan_changed)
+        d.workloadChanged.connect(lambda: self.workload_panel.set_state(d.session.workload, d.session.options))
+        d.selectionChanged.connect(self._selection_changed)
+        d.instructionChanged.connect(self._instruction_changed)
+        d.measurementsChanged.connect(lambda _name: self.refresh_compare())
+        self.workload_panel.workloadRequested.connect(self.request_workload)
+        self.plans_list.planSelected.connect(d.set_current)
+        self.plans_list.duplicateRequested.connect(self.duplicate_plan)
+        self.plans_list.renameRequested.connect(self.rename_plan)
+        self.plans_list.deleteRequested.connect(self.delete_plan)
+        for view in (self.timeline, self.graph, self.table, self.why):
+            view.valueSelected.connect(d.select)
+        for view in (self.timeline, self.instructions, self.conflicts):
+            view.instructionSelected.connect(d.select_instruction)
+        self.timeline.valueDropped.connect(self.drop_value)
+        self.table.assignRequested.connect(lambda name, regs: self.edit(Assign(name, tuple(regs))))
+        self.table.rejected.connect(d.reject)
+        self.instructions.moveRequested.connect(lambda i, to: self.edit(Move(i, to)))
+        self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
+        self.jobs.started.connect(lambda _k: self._busy(True))
+        self.jobs.stopped.connect(lambda _k: self._busy(self.jobs.busy()))
+        self.jobs.progress.connect(self._progress)
+
+    # -- refresh ---------------------------------------------------------------------------
+    def refresh_all(self) -> None:
+        s = self.doc.session
+        self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
+        self._plan_changed(s.current or "")
+        self.refresh_compare()
+
+    def _plan_changed(self, name: str) -> None:
+        plan = self.doc.plan
+        s = self.doc.session
+        if name and name != s.current:
+            self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
+            self.refresh_compare()
+            return
+        if plan is None:
+            return
+        analysis = self.doc.analysis()
+        conflicts = self.doc.conflicts()
+        self.timeline.show_plan(plan, analysis, conflicts, self.doc.selection)
+        self.timeline.set_instruction(self.doc.instruction)
+        self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
+        self.why.show(plan, analysis, self.doc.instruction)
+        self.instructions.show_program(plan.program, self.doc.instruction)
+        self.conflicts.show_conflicts(conflicts, self.doc.rejection)
+        self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
+        self._graph_stale = True
+        self._refresh_visible()
+        self.refresh_compare()
+        self.status_text.setText(self.status_line())
+        self._show_sass_of_current()
+
+    def status_line(self) -> str:
+        plan, s = self.doc.plan, self.doc.session
+        if plan is None:
+            return ""
+        p = plan.predicted or {}
+        conflicts = self.doc.conflicts()
+        return (f"{config_label(s.workload)}  |  {s.current}: {p.get('registers')} registers of {plan.budget}, "
+                f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
+                + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid"))
+
+    def _refresh_visible(self) -> None:
+        if self.tabs.currentWidget() is self.graph and getattr(self, "_graph_stale", True) and self.doc.plan:
+            self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection)
+            self._graph_stale = False
+
+    def refresh_compare(self) -> None:
+        s = self.doc.session
+        planned = {}
+        for name, plan in s.plans.items():
+            try:
+                planned[name] = _planned(plan)
+            except RegtuneError as e:
+                planned[name] = {"error": str(e)}
+        reports = {n: m.get("report") for n, m in s.measurements.items() if m.get("report")}
+        self.compare.show_plans({n: p for n, p in planned.items() if "error" not in p}, reports)
+
+    def _selection_changed(self, name: str) -> None:
+        self.timeline.set_selection(name or None)
+        self.table.set_selection(name or None)
+        if self.tabs.currentWidget() is self.graph:
+            self.graph.set_selection(name or None)
+        else:
+            self.graph.selection = name or None
+            self._graph_stale = True
+
+    def _instruction_changed(self, index: int) -> None:
+        plan = self.doc.plan
+        if plan is None:
+            return
+        self.timeline.set_instruction(index)
+        self.why.show(plan, self.doc.analysis(), index)
+
+    def _busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if not busy:
+            self.progress.reset()
+
+    def _progress(self, _key: str, done: int, total: int) -> None:
+        self.progress.setMaximum(max(total, 1))
+        self.progress.setValue(done)
+
+    # -- workload --------------------------------------------------------------------------
+    def request_workload(self, workload: dict, options: dict) -> None:
+        options = {**DEFAULT_OPTIONS, **options}
+        self.status_text.setText(f"building {config_label(workload)} and running the allocators...")
+        self.jobs.start("allocate", _allocate_job, (workload, options),
+                        on_done=lambda plans: self._workload_ready(workload, options, plans),
+                        on_error=self._job_failed)
+
+    def _workload_ready(self, workload: dict, options: dict, plans: dict) -> None:
+        text = f"workload {config_label(workload)} (tile {options.get('tile') or 'auto'}, " \
+               f"{options.get('schedule')}, budget {options.get('budget')})"
+        self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans))
+
+    def allocate_now(self, workload: dict, options: dict) -> None:
+        """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""
+        options = {**DEFAULT_OPTIONS, **options}
+        self._workload_ready(workload, options, allocate_all(workload, options))
+
+    # -- edits -----------------------------------------------------------------------------
+    def edit(self, edit) -> None:
+        if self.doc.plan is None:
+            return
+        push_edit(self.stack, self.doc, edit)
+
+    def drop_value(self, name: str, row) -> None:
+        plan = self.doc.plan
+        if plan is None or row is None or name not in plan.program.values:
+            return
+        if row < 0:
+            self.edit(Spill(name))
+            return
+        width = plan.program.values[name].width
+        first = row - row % 2 if width == 2 else row
+        self.edit(Assign(name, tuple(range(first, first + width))))
+
+    def spill_selected(self, spill: bool) -> None:
+        name = self.doc.selection
+        if name:
+            self.edit(Spill(name) if spill else Unspill(name))
+
+    def duplicate_current(self) -> None:
+        if self.doc.session.current:
+            self.duplicate_plan(self.doc.session.current)
+
+    def duplicate_plan(self, name: str) -> None:
+        s = self.doc.session
+        copy = s.hand_name()
+        plans = dict(s.plans)
+        plans[copy] = s.plans[name].with_(allocator="hand")
+        self.stack.push(PlansCommand(self.doc, f"copy {name} to {copy}", plans, copy))
+
+    def rename_plan(self, old: str, new: str) -> None:
+        s = self.doc.session
+        if new in s.plans:
+            self.doc.reject(f"a plan named {new!r} already exists")
+            self.refresh_all()
+            return
+        plans = {(new if k == old else k): v for k, v in s.plans.items()}
+        self.stack.push(PlansCommand(self.doc, f"rename {old} to {new}", plans,
+                                     new if s.current == old else s.current))
+
+    def delete_plan(self, name: str) -> None:
+        s = self.doc.session
+        plans = {k: v for k, v in s.plans.items() if k != name}
+        current = s.current if s.current != name else next(iter(plans), None)
+        self.stack.push(PlansCommand(self.doc, f"delete {name}", plans, current))
+
+    # -- files -----------------------------------------------------------------------------
+    def open_plan(self, path: str) -> bool:
+        """Open a plan file: its workload, options and assignment; an invalid file is explained, nothing lost."""
+        try:
+            plan = load_plan(path)
+        except RegtuneError as e:
+            notifications.notify(str(e), f"The file was not opened; the session is unchanged.\n\n{path}")
+            return False
+        workload = plan.workload or {"kind": "program", "name": plan.program.name}
+        options = {**DEFAULT_OPTIONS, **{k: v for k, v in (plan.options or {}).items() if k in DEFAULT_OPTIONS},
+                   "budget": plan.budget}
+        name = Path(path).stem
+        self.stack.push(WorkloadCommand(self.doc, f"open {Path(path).name}", workload, options, {name: plan}))
+        if workload.get("kind") in ("gemm", "mha"):
+            self.jobs.start("allocate", _allocate_job, (workload, options),
+                            on_done=lambda plans: self._add_allocator_plans(plans, name), on_error=self._job_failed)
+        return True
+
+    def _add_allocator_plans(self, plans: dict, keep: str) -> None:
+        s = self.doc.session
+        merged = dict(s.plans)
+        for n, p in plans.items():
+            if n not in merged:
+                merged[n] = p
+        self.stack.push(PlansCommand(self.doc, "add the allocators' plans", merged, keep))
+
+    def save_plan(self, path: str) -> None:
+        plan = self.doc.plan
+        if plan is not None:
+            write_plan(plan, path)
+            self.status_text.setText(f"saved {self.doc.session.current} to {path}")
+
+    def export_kernel(self, path: str) -> None:
+        from kernels.codegen import kernel_source
+
+        write_text_atomic(path, kernel_source(self.doc.plan).text)
+
+    def export_picture(self, path: str, widget: QWidget | None = None) -> None:
+        widget = widget or self.tabs.currentWidget()
+        if str(path).lower().endswith(".svg"):
+            from PySide6.QtSvg import QSvgGenerator
+
+            gen = QSvgGenerator()
+            gen.setFileName(str(path))
+            gen.setSize(widget.size())
+            gen.setViewBox(QRectF(0, 0, widget.width(), widget.height()))
+            painter = QPainter(gen)
+            widget.render(painter)
+            painter.end()
+        elif not widget.grab().save(str(path)):
+            raise RegtuneError(f"{path}: could not write the picture")
+
+    def open_plan_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open plan", "", "RegTune plans (*.json)")
+        if path:
+            self.open_plan(path)
+
+    def save_plan_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save plan", f"{self.doc.session.current}.json", "*.json")
+        if path:
+            self._guard(lambda: self.save_plan(path))
+
+    def export_kernel_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export kernel source", "kernel.py", "*.py")
+        if path:
+            self._guard(lambda: self.export_kernel(path))
+
+    def export_picture_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export picture", "view.png", "PNG (*.png);;SVG (*.svg)")
+        if path:
+            self._guard(lambda: self.export_picture(path))
+
+    def _guard(self, fn) -> None:
+        try:
+            fn()
+        except (RegtuneError, OSError) as e:
+            notifications.notify(str(e))
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_plan(url.toLocalFile())
+                break
+
+    # -- kernels ---------------------------------------------------------------------------
+    def build_and_measure(self, plans: dict | None = None) -> None:
+        plans = plans or dict(self.doc.session.plans)
+        self.status_text.setText(f"building and measuring {len(plans)} kernels (NVVM, ptxas, nvdisasm, simulator)...")
+        self.jobs.start("build", _build_job, (plans, ("sm_80", "sm_90")), on_done=self._built,
+                        on_error=self._job_failed)
+
+    def _built(self, results: dict) -> None:
+        from kernels.sass import parse_sass
+
+        failures = []
+        for name, result in results.items():
+            if "error" in result:
+                failures.append(f"{name}: {result['error']}")
+                continue
+            self.sass_builds[name] = {a: parse_sass(t) for a, t in result["sass"].items()}
+            self.doc.set_measurement(name, result)
+        if failures:
+            notifications.notify(failures[0], "\n".join(failures))
+        self._show_sass_of_current()
+        self.status_text.setText(f"built {len(results) - len(failures)} kernels" +
+                                 (f", {len(failures)} failed" if failures else ""))
+
+    def _show_sass_of_current(self) -> None:
+        name = self.doc.session.current
+        m = self.doc.session.measurements.get(name)
+        if m and name in self.sass_builds:
+            self.sass_view.show_build(self.sass_builds[name], m["report"], self.doc.plan.budget)
+
+    def budget_sweep(self) -> None:
+        plan = self.doc.plan
+        if plan is None:
+            return
+        name = self.doc.session.current
+        arch = self.doc.session.options.get("arch", "sm_80")
+        self.jobs.start("sweep", _sweep_job, (plan, arch),
+                        on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
+
+    def _swept(self, result: dict, name: str) -> None:
+        if "error" in result:
+            notifications.notify(result["error"])
+            return
+        self.sweep.show_sweep(result, name)
+        self.tabs.setCurrentWidget(self.sweep)
+
+    # -- errors, preferences, session --------------------------------------------------------
+    def _job_failed(self, message: str, details: str) -> None:
+        notifications.notify(message, details)
+
+    def _notified(self, note) -> None:
+        self.last_error = note.message
+        box = QMessageBox(QMessageBox.Icon.Warning, "RegTune", note.message, parent=self)
+        if note.details:
+            box.setDetailedText(note.details)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.error_box = box
+
+    def preferences(self) -> None:
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Preferences")
+        form = QFormLayout(dialog)
+        arch, theme = QComboBox(), QComboBox()
+        arch.addItems(["sm_80", "sm_86", "sm_89", "sm_90"])
+        arch.setCurrentText(self.doc.session.options.get("arch", "sm_80"))
+        theme.addItems(["light", "dark"])
+        form.addRow("architecture (occupancy, bank model)", arch)
+        form.addRow("theme", theme)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(dialog.accept)
+        buttons.rejected.connect(dialog.reject)
+        form.addRow(buttons)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.set_theme(theme.currentText())
+            if arch.currentText() != self.doc.session.options.get("arch"):
+                self.request_workload(self.doc.session.workload, {**self.doc.session.options,
+                                                                  "arch": arch.currentText()})
+
+    def set_theme(self, theme: str) -> None:
+        background, foreground = ("k", "w") if theme == "dark" else ("w", "k")
+        for w in self.findChildren(pg.GraphicsView):
+            w.setBackground(background)
+        pg.setConfigOption("foreground", foreground)
+
+    def restore_autosave(self) -> None:
+        from gui.session import load_session
+
+        try:
+            session = load_session()
+        except RegtuneError as e:
+            notifications.notify(f"the autosaved session could not be restored: {e}")
+            self.request_workload(self.doc.session.workload, self.doc.session.options)
+            return
+        edits = len(session.edits)
+        self.doc.session = session
+        self.workload_panel.set_state(session.workload, session.options)
+        self.refresh_all()
+        self.status_text.setText(f"restored the autosaved session ({edits} edits)")
+
+    def closeEvent(self, event) -> None:
+        self.jobs.cancel_all()
+        self.jobs.wait(5000)
+        notifications.unsubscribe(self._notified)
+        if self.doc.autosave_enabled:
+            clear_autosave()
+        super().closeEvent(event)
+
+    # -- for scripts and tests ---------------------------------------------------------------
+    def wait_for_jobs(self, timeout_ms: int = 600000) -> None:
+        from PySide6.QtCore import QCoreApplication, QElapsedTimer
+
+        timer = QElapsedTimer()
+        timer.start()
+        while self.jobs.busy() and timer.elapsed() < timeout_ms:
+            QCoreApplication.processEvents()
+            self.jobs.pool.waitForDone(20)
+        QCoreApplication.processEvents()
+
+    def session_json(self) -> str:
+        return json.dumps(self.doc.session.to_dict(), sort_keys=True)
+

@@ -1,0 +1,248 @@
+"""Side panels: why-this-many, the instruction list (schedule edits), conflicts, the plans list.
+
+Each panel shows the document and asks for changes through signals; the
+window turns requests into undoable commands.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from engine.plan import Plan, registers_used
+from engine.workloads.roles import role_of
+from gui.qt_table import register_text
+
+
+class QtWhyPanel(QWidget):
+    """At the peak (or the instruction the user picked): the values live there, where each is defined and used."""
+
+    valueSelected = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["value", "type", "role", "register", "defined at", "used at"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setSortingEnabled(True)
+        self.tree.itemClicked.connect(lambda item, _col: self.valueSelected.emit(item.text(0).lstrip("%")))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.tree)
+
+    def live_at(self, analysis, index: int) -> list[str]:
+        pos = 2 * index + 1      # the engine's position just after instruction index
+        mask = (analysis.seg_start <= pos) & (analysis.seg_end >= pos)
+        values = sorted(set(analysis.seg_value[mask].tolist()))
+        return [analysis.names[v] for v in values if analysis.widths[v] > 0]
+
+    def show(self, plan: Plan, analysis, index: int | None) -> None:  # noqa: A003 - widget API name kept
+        self.tree.clear()
+        if plan is None:
+            return
+        peak = analysis.peak
+        index = peak if index is None or index < 0 or index >= len(analysis.pressure) else index
+        program = plan.program
+        names = self.live_at(analysis, index)
+        ins = program.instructions[index]
+        where = "the peak" if index == peak else "the selected instruction"
+        self.caption.setText(f"instruction {index} ({where}): {ins}\npressure {int(analysis.pressure[index])} "
+                             f"(MAXLIVE {analysis.maxlive} at {peak}); {len(names)} values live, "
+                             f"{registers_used(plan.assignment)} registers in the plan")
+        defs: dict[str, list[int]] = {}
+        uses: dict[str, list[int]] = {}
+        for i, x in enumerate(program.instructions):
+            for d in x.defs:
+                defs.setdefault(d.name, []).append(i)
+            for u in x.uses:
+                uses.setdefault(u, []).append(i)
+        items = []
+        for n in names:
+            value = program.values[n]
+            d = [i for i in defs.get(n, []) if i <= index][-1:] or defs.get(n, [])[:1]
+            u = [i for i in uses.get(n, []) if i > index][:3]
+            items.append(QTreeWidgetItem([f"%{n}", value.type, role_of(value), register_text(plan.assignment.get(n)),
+                                          ", ".join(map(str, d)), ", ".join(map(str, u)) or "-"]))
+        self.tree.addTopLevelItems(items)
+        for c in range(6):
+            self.tree.resizeColumnToContents(c)
+
+
+class QtInstructionList(QWidget):
+    """The program in order; drag an instruction (or Alt+Up / Alt+Down) to move it within its dependences."""
+
+    moveRequested = Signal(int, int)
+    instructionSelected = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.list = QListWidget()
+        self.list.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.list.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.list.model().rowsMoved.connect(self._moved)
+        self.list.currentRowChanged.connect(self._current)
+        up, down = QPushButton("Move earlier (Alt+Up)"), QPushButton("Move later (Alt+Down)")
+        up.clicked.connect(lambda: self.move_selected(-1))
+        down.clicked.connect(lambda: self.move_selected(1))
+        QShortcut(QKeySequence("Alt+Up"), self.list, activated=lambda: self.move_selected(-1))
+        QShortcut(QKeySequence("Alt+Down"), self.list, activated=lambda: self.move_selected(1))
+        buttons = QHBoxLayout()
+        buttons.addWidget(up)
+        buttons.addWidget(down)
+        note = QLabel("Schedule edits change the kernel that gets built.")
+        note.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(note)
+        layout.addWidget(self.list)
+        layout.addLayout(buttons)
+        self._quiet = False
+        self.program = None
+
+    def show_program(self, program, index: int | None = None) -> None:
+        self._quiet = True
+        current = self.list.currentRow()
+        self.list.clear()
+        self.program = program
+        starts = set(program.block_starts)
+        for i, ins in enumerate(program.instructions):
+            block = program.blocks[program.block_of(i)].name
+            prefix = f"{block}:\n" if i in starts else ""
+            item = QListWidgetItem(f"{prefix}{i:5d}  {ins}")
+            if ins.phase:
+                item.setToolTip(f"phase {ins.phase}, block {block}")
+            if ins.opcode in ("st.local", "ld.local"):
+                item.setForeground(QColor("#b07aa1"))
+            self.list.addItem(item)
+        target = index if index is not None and index >= 0 else current
+        if 0 <= target < self.list.count():
+            self.list.setCurrentRow(target)
+        self._quiet = False
+
+    def _current(self, row: int) -> None:
+        if not self._quiet and row >= 0:
+            self.instructionSelected.emit(row)
+
+    def _moved(self, _parent, start, _end, _dest, row) -> None:
+        if self._quiet:
+            return
+        to = row if row < start else row - 1
+        self.moveRequested.emit(start, to)
+
+    def move_selected(self, step: int) -> None:
+        row = self.list.currentRow()
+        if row >= 0:
+            self.moveRequested.emit(row, row + step)
+
+    def request_move(self, index: int, to: int) -> None:
+        """What a drag of row ``index`` to row ``to`` asks for (the window validates it)."""
+        self.moveRequested.emit(index, to)
+
+
+class QtConflicts(QWidget):
+    """Every conflict of the current plan at once, and the reason of the last rejected edit."""
+
+    instructionSelected = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.list = QListWidget()
+        self.list.itemClicked.connect(self._clicked)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.status)
+        layout.addWidget(self.list)
+        self.conflicts = []
+
+    def show_conflicts(self, conflicts, rejection: str | None = None) -> None:
+        self.conflicts = list(conflicts)
+        self.list.clear()
+        for c in self.conflicts:
+            item = QListWidgetItem(c.message)
+            item.setForeground(QColor("#d62728"))
+            self.list.addItem(item)
+        text = (f"BROKEN: {len(self.conflicts)} conflict(s)" if self.conflicts else "valid: no conflicts")
+        if rejection:
+            text += f"\nlast edit not applied: {rejection}"
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #d62728; font-weight: bold" if self.conflicts or rejection else "")
+
+    def messages(self) -> list[str]:
+        return [self.list.item(i).text() for i in range(self.list.count())]
+
+    def _clicked(self, item) -> None:
+        c = self.conflicts[self.list.row(item)]
+        self.instructionSelected.emit(c.instruction)
+
+
+class QtPlansList(QWidget):
+    """The plans with their headline figures: select, duplicate (a hand copy), rename, delete."""
+
+    planSelected = Signal(str)
+    duplicateRequested = Signal(str)
+    renameRequested = Signal(str, str)
+    deleteRequested = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.list = QListWidget()
+        self.list.currentItemChanged.connect(self._current)
+        self.list.itemChanged.connect(self._renamed)
+        dup, ren, dele = QPushButton("Duplicate"), QPushButton("Rename"), QPushButton("Delete")
+        dup.clicked.connect(lambda: self._with_current(self.duplicateRequested.emit))
+        ren.clicked.connect(lambda: self.list.editItem(self.list.currentItem()) if self.list.currentItem() else None)
+        dele.clicked.connect(lambda: self._with_current(self.deleteRequested.emit))
+        row = QHBoxLayout()
+        for b in (dup, ren, dele):
+            row.addWidget(b)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.list)
+        layout.addLayout(row)
+        self._quiet = False
+        self.names: list[str] = []
+
+    def show_plans(self, plans: dict, current: str | None, conflicts_of) -> None:
+        self._quiet = True
+        self.list.clear()
+        self.names = list(plans)
+        for name, plan in plans.items():
+            p = plan.predicted or {}
+            broken = conflicts_of(plan)
+            text = (f"{name}\n  {p.get('registers', registers_used(plan.assignment))} regs, MAXLIVE "
+                    f"{p.get('maxlive', '?')}, {p.get('spilled_values', len(plan.spills))} spilled"
+                    + (f", BROKEN ({len(broken)} conflicts)" if broken else ""))
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+            if broken:
+                item.setForeground(QColor("#d62728"))
+            self.list.addItem(item)
+            if name == current:
+                self.list.setCurrentItem(item)
+        self._quiet = False
+
+    def _with_current(self, fn) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            fn(item.data(Qt.ItemDataRole.UserRole))
+
+    def _current(self, item, _prev) -> None:
+        if not self._quiet and item is not None:
+            self.planSelected.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _renamed(self, item) -> None:
+        if self._quiet:
+            return
+        old = item.data(Qt.ItemDataRole.UserRole)
+        new = item.text().split("\n")[0].strip()
+        if new and new != old:
+            self.renameRequested.emit(old, new)

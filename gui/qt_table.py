@@ -1,0 +1,218 @@
+"""QtAllocationTable: every value with its type, width, role, interval, registers, spill slot and conflicts.
+
+A Qt model over the current plan (sortable, filterable through a proxy);
+the register cell is editable with a list of the registers free over that
+value's whole interval; an edit there is an assignment edit pushed to the
+undo stack by the window (``assignRequested``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineEdit, QStyledItemDelegate,
+                               QTableView, QVBoxLayout, QWidget)
+
+from engine.plan import Plan
+from engine.workloads.roles import role_of
+
+COLUMNS = ("value", "type", "width", "role", "interval", "registers", "spill slot", "conflicts")
+REGISTER_COLUMN = COLUMNS.index("registers")
+
+
+def free_registers(plan: Plan, analysis, name: str) -> list[tuple[int, ...]]:
+    """Register choices for ``name`` that no other value live in its segments holds (pairs even-aligned)."""
+    v = analysis.index[name]
+    width = int(analysis.widths[v])
+    if width == 0:
+        return []
+    mine = analysis.seg_value == v
+    starts, ends = analysis.seg_start[mine], analysis.seg_end[mine]
+    others = analysis.seg_value != v
+    overlap = np.zeros(len(analysis.seg_value), dtype=bool)
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        overlap |= others & (analysis.seg_start <= e) & (analysis.seg_end >= s)
+    busy = set()
+    for other in np.unique(analysis.seg_value[overlap]).tolist():
+        busy.update(plan.assignment.get(analysis.names[other], ()))
+    step = 2 if width == 2 else 1
+    return [tuple(range(r, r + width)) for r in range(0, plan.budget - width + 1, step)
+            if not busy.intersection(range(r, r + width))]
+
+
+def register_text(regs) -> str:
+    return ":".join(f"R{r}" for r in regs) if regs else "-"
+
+
+def parse_registers(text: str) -> tuple[int, ...]:
+    parts = [p.strip().upper().lstrip("R") for p in text.replace(",", ":").split(":") if p.strip()]
+    return tuple(int(p) for p in parts)
+
+
+class QtAllocationModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.plan: Plan | None = None
+        self.analysis = None
+        self.rows: list[tuple] = []
+        self.conflicted: dict[str, int] = {}
+
+    def set_plan(self, plan: Plan | None, analysis, conflicts) -> None:
+        self.beginResetModel()
+        self.plan, self.analysis = plan, analysis
+        self.conflicted = {}
+        for c in conflicts:
+            for n in c.values:
+                self.conflicted[n] = self.conflicted.get(n, 0) + 1
+        self.rows = []
+        if plan is not None:
+            program = plan.program
+            for v, name in enumerate(analysis.names):
+                value = program.values[name]
+                self.rows.append((name, value.type, int(value.width), role_of(value),
+                                  (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
+                                  tuple(plan.assignment.get(name, ())),
+                                  plan.spills.get(name), self.conflicted.get(name, 0)))
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()):
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        row = self.rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 4:
+                return f"{row[4][0]}-{row[4][1]}"
+            if col == 5:
+                return register_text(row[5])
+            if col == 6:
+                return "" if row[6] is None else str(row[6])
+            if col == 7:
+                return str(row[7]) if row[7] else ""
+            return str(row[col]) if col != 2 else row[2]
+        if role == Qt.ItemDataRole.EditRole:
+            return register_text(row[5]) if col == 5 else self.data(index)
+        if role == Qt.ItemDataRole.UserRole:   # sort keys
+            if col == 4:
+                return row[4][0]
+            if col == 5:
+                return row[5][0] if row[5] else -1
+            if col == 6:
+                return -1 if row[6] is None else row[6]
+            return row[col]
+        if role == Qt.ItemDataRole.BackgroundRole and row[7]:
+            return QColor(255, 90, 90, 70)
+        if role == Qt.ItemDataRole.ToolTipRole and col == 5:
+            return "double-click to choose a register free over this value's interval"
+        return None
+
+    def flags(self, index):
+        flags = super().flags(index)
+        if index.column() == REGISTER_COLUMN and self.rows[index.row()][2] > 0:
+            flags |= Qt.ItemFlag.ItemIsEditable
+        return flags
+
+    def name_at(self, row: int) -> str:
+        return self.rows[row][0]
+
+    def row_of(self, name: str) -> int | None:
+        for i, r in enumerate(self.rows):
+            if r[0] == name:
+                return i
+        return None
+
+
+class _RegisterDelegate(QStyledItemDelegate):
+    def __init__(self, table):
+        super().__init__(table)
+        self.table = table
+
+    def createEditor(self, parent, option, index):
+        combo = QComboBox(parent)
+        combo.setEditable(True)
+        model = self.table.model_
+        name = model.name_at(self.table.proxy.mapToSource(index).row())
+        choices = free_registers(model.plan, model.analysis, name)
+        combo.addItems([register_text(r) for r in choices])
+        return combo
+
+    def setEditorData(self, editor, index):
+        editor.setCurrentText(index.data(Qt.ItemDataRole.EditRole))
+
+    def setModelData(self, editor, model, index):
+        name = self.table.model_.name_at(self.table.proxy.mapToSource(index).row())
+        try:
+            regs = parse_registers(editor.currentText())
+        except ValueError:
+            self.table.rejected.emit(f"%{name}: {editor.currentText()!r} is not a register (write R12 or R12:R13)")
+            return
+        self.table.assignRequested.emit(name, regs)
+
+
+class QtAllocationTable(QWidget):
+    valueSelected = Signal(str)
+    assignRequested = Signal(str, object)
+    rejected = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model_ = QtAllocationModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model_)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("filter values (name, type, role, register...)")
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setItemDelegateForColumn(REGISTER_COLUMN, _RegisterDelegate(self))
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.view.verticalHeader().setVisible(False)
+        self.view.selectionModel().currentRowChanged.connect(self._row_changed)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view)
+        self._quiet = False
+
+    def set_plan(self, plan, analysis, conflicts, selection=None) -> None:
+        self._quiet = True
+        self.model_.set_plan(plan, analysis, conflicts)
+        self._quiet = False
+        self.set_selection(selection)
+
+    def _row_changed(self, current, _previous) -> None:
+        if self._quiet or not current.isValid():
+            return
+        self.valueSelected.emit(self.model_.name_at(self.proxy.mapToSource(current).row()))
+
+    def set_selection(self, name: str | None) -> None:
+        row = self.model_.row_of(name) if name else None
+        self._quiet = True
+        if row is None:
+            self.view.clearSelection()
+        else:
+            index = self.proxy.mapFromSource(self.model_.index(row, 0))
+            if index.isValid():
+                self.view.setCurrentIndex(index)
+                self.view.scrollTo(index)
+        self._quiet = False
+
+    def selected_name(self) -> str | None:
+        index = self.view.currentIndex()
+        return self.model_.name_at(self.proxy.mapToSource(index).row()) if index.isValid() else None
