@@ -28,6 +28,7 @@ True
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 
 from engine.interp import immediate
@@ -95,8 +96,12 @@ class EditResult:
     rejected: str | None = None
 
 
+#: whether edits run the interpreter for the executed-spill figures (the window's fast path turns it off)
+_EXECUTE = contextvars.ContextVar("regtune_edit_execute", default=True)
+
+
 def _result(new: Plan, inverse) -> EditResult:
-    plan = new.with_(predicted=predict(new))
+    plan = new.with_(predicted=predict(new, execute=_EXECUTE.get()))
     conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
     return EditResult(plan, tuple(conflicts), inverse)
 
@@ -181,9 +186,16 @@ def _move(plan: Plan, e: Move) -> EditResult:
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
 
 
-def apply_edit(plan: Plan, edit) -> EditResult:
-    """Apply one edit to ``plan`` (see the module invariant)."""
-    return _APPLY[type(edit)](plan, edit)
+def apply_edit(plan: Plan, edit, execute: bool = True) -> EditResult:
+    """Apply one edit to ``plan`` (see the module invariant).
+
+    ``execute=False`` leaves out the figures that need a run of the interpreter
+    (``spill_*_executed``), for interactive use on large programs."""
+    token = _EXECUTE.set(execute)
+    try:
+        return _APPLY[type(edit)](plan, edit)
+    finally:
+        _EXECUTE.reset(token)
 
 
 def _memory(ins: Instruction):

@@ -83,7 +83,7 @@ def push_edit(stack, doc, edit, name: str | None = None) -> object:
 
     name = name or doc.session.current
     before = doc.session.plans[name]
-    result = apply_edit(before, edit)
+    result = apply_edit(before, edit, execute=False)    # interactive: no interpreter run per edit
     if result.rejected:
         doc.reject(result.rejected)
         return result

@@ -51,12 +51,17 @@ class QtDocument(QObject):
         plan = plan or self.plan
         if plan is None:
             return []
-        key = ("conflicts", id(plan.assignment), id(plan.spills), plan.budget)
-        cache = plan.program.cache
-        if cache.get("last_conflicts_key") != key:
-            cache["last_conflicts"] = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
-            cache["last_conflicts_key"] = key
-        return cache["last_conflicts"]
+        # plans are immutable: their conflicts are memoised on the program, per assignment object
+        memo = plan.program.cache.setdefault("window_conflicts", {})
+        key = (id(plan.assignment), id(plan.spills), plan.budget)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not plan.assignment or hit[1] is not plan.spills:
+            if len(memo) > 32:
+                memo.clear()
+            hit = (plan.assignment, plan.spills,
+                   static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget))
+            memo[key] = hit
+        return hit[2]
 
     # -- changes (called by undo commands) -----------------------------------------------------
     def set_plan(self, name: str, plan: Plan, note: str | None = None) -> None:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QPainter, QUndoStack
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
                                QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
@@ -92,6 +92,9 @@ class QtMainWindow(QMainWindow):
         self.jobs = QtJobRunner(self)
         self.last_error: str | None = None
         self.sass_builds: dict = {}
+        self._redraw_pending = False
+        self._graph_stale = self._compare_stale = True
+        self._planned_cache: dict = {}
         self._build_widgets()
         self._build_actions()
         self._connect()
@@ -209,13 +212,14 @@ class QtMainWindow(QMainWindow):
 
     def _connect(self) -> None:
         d = self.doc
-        d.plansChanged.connect(self.refresh_all)
-        d.currentChanged.connect(self.refresh_all)
-        d.planChanged.connect(self._plan_changed)
+        # document changes mark the views stale; one redraw follows (a compound edit emits several signals)
+        d.plansChanged.connect(self.schedule_redraw)
+        d.currentChanged.connect(self.schedule_redraw)
+        d.planChanged.connect(self.schedule_redraw)
         d.workloadChanged.connect(lambda: self.workload_panel.set_state(d.session.workload, d.session.options))
         d.selectionChanged.connect(self._selection_changed)
         d.instructionChanged.connect(self._instruction_changed)
-        d.measurementsChanged.connect(lambda _name: self.refresh_compare())
+        d.measurementsChanged.connect(lambda _name: self._compare_changed())
         self.workload_panel.workloadRequested.connect(self.request_workload)
         self.plans_list.planSelected.connect(d.set_current)
         self.plans_list.duplicateRequested.connect(self.duplicate_plan)
@@ -235,20 +239,30 @@ class QtMainWindow(QMainWindow):
         self.jobs.progress.connect(self._progress)
 
     # -- refresh ---------------------------------------------------------------------------
-    def refresh_all(self) -> None:
-        s = self.doc.session
-        self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
-        self._plan_changed(s.current or "")
-        self.refresh_compare()
+    def schedule_redraw(self, *_args) -> None:
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            QTimer.singleShot(0, self.flush)
 
-    def _plan_changed(self, name: str) -> None:
+    def flush(self) -> None:
+        """Redraw now if the document changed since the last redraw."""
+        if self._redraw_pending:
+            self._redraw_pending = False
+            self.refresh_all()
+
+    def _compare_changed(self) -> None:
+        self._compare_stale = True
+        self._refresh_visible()
+
+    def refresh_all(self) -> None:
+        self._redraw_pending = False
+        self._plan_changed()
+
+    def _plan_changed(self) -> None:
         plan = self.doc.plan
         s = self.doc.session
-        if name and name != s.current:
-            self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
-            self.refresh_compare()
-            return
         if plan is None:
+            self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
             return
         analysis = self.doc.analysis()
         conflicts = self.doc.conflicts()
@@ -260,8 +274,8 @@ class QtMainWindow(QMainWindow):
         self.conflicts.show_conflicts(conflicts, self.doc.rejection)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
         self._graph_stale = True
+        self._compare_stale = True
         self._refresh_visible()
-        self.refresh_compare()
         self.status_text.setText(self.status_line())
         self._show_sass_of_current()
 
@@ -276,18 +290,26 @@ class QtMainWindow(QMainWindow):
                 + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid"))
 
     def _refresh_visible(self) -> None:
-        if self.tabs.currentWidget() is self.graph and getattr(self, "_graph_stale", True) and self.doc.plan:
+        current = self.tabs.currentWidget()
+        if current is self.graph and self._graph_stale and self.doc.plan:
             self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection)
             self._graph_stale = False
+        if current is self.compare and self._compare_stale:
+            self.refresh_compare()
 
     def refresh_compare(self) -> None:
         s = self.doc.session
         planned = {}
         for name, plan in s.plans.items():
-            try:
-                planned[name] = _planned(plan)
-            except RegtuneError as e:
-                planned[name] = {"error": str(e)}
+            cached = self._planned_cache.get(name)
+            if cached is None or cached[0] is not plan:
+                try:
+                    cached = (plan, _planned(plan))
+                except RegtuneError as e:
+                    cached = (plan, {"error": str(e)})
+                self._planned_cache[name] = cached
+            planned[name] = cached[1]
+        self._compare_stale = False
         reports = {n: m.get("report") for n, m in s.measurements.items() if m.get("report")}
         self.compare.show_plans({n: p for n, p in planned.items() if "error" not in p}, reports)
 
@@ -334,12 +356,14 @@ class QtMainWindow(QMainWindow):
         """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""
         options = {**DEFAULT_OPTIONS, **options}
         self._workload_ready(workload, options, allocate_all(workload, options))
+        self.flush()
 
     # -- edits -----------------------------------------------------------------------------
     def edit(self, edit) -> None:
         if self.doc.plan is None:
             return
         push_edit(self.stack, self.doc, edit)
+        self.flush()
 
     def drop_value(self, name: str, row) -> None:
         plan = self.doc.plan

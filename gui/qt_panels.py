@@ -106,6 +106,17 @@ class QtInstructionList(QWidget):
         self.program = None
 
     def show_program(self, program, index: int | None = None) -> None:
+        if program is self.program:        # an assignment edit: same instructions, only the selection may move
+            if index is not None and 0 <= index < self.list.count() and index != self.list.currentRow():
+                self._quiet = True
+                self.list.setCurrentRow(index)
+                self._quiet = False
+            return
+        old = self.program
+        if old is not None and len(old.instructions) == len(program.instructions) \
+                and old.block_starts == program.block_starts:
+            self._retext(old, program, index)       # a schedule edit: rewrite only the rows that changed
+            return
         self._quiet = True
         current = self.list.currentRow()
         self.list.clear()
@@ -123,6 +134,21 @@ class QtInstructionList(QWidget):
         target = index if index is not None and index >= 0 else current
         if 0 <= target < self.list.count():
             self.list.setCurrentRow(target)
+        self._quiet = False
+
+    def _row_text(self, program, i: int) -> str:
+        starts = program.block_starts
+        prefix = f"{program.blocks[program.block_of(i)].name}:\n" if i in starts else ""
+        return f"{prefix}{i:5d}  {program.instructions[i]}"
+
+    def _retext(self, old, program, index) -> None:
+        self._quiet = True
+        for i, (a, b) in enumerate(zip(old.instructions, program.instructions)):
+            if a is not b:
+                self.list.item(i).setText(self._row_text(program, i))
+        self.program = program
+        if index is not None and 0 <= index < self.list.count():
+            self.list.setCurrentRow(index)
         self._quiet = False
 
     def _current(self, row: int) -> None:

@@ -58,8 +58,12 @@ class QtAllocationModel(QAbstractTableModel):
         self.rows: list[tuple] = []
         self.conflicted: dict[str, int] = {}
 
-    def set_plan(self, plan: Plan | None, analysis, conflicts) -> None:
-        self.beginResetModel()
+    def set_plan(self, plan: Plan | None, analysis, conflicts) -> bool:
+        """Show ``plan``; True when the rows were rebuilt (a new program), False when only cells changed."""
+        same = (plan is not None and self.plan is not None and self.analysis is not None
+                and tuple(analysis.names) == tuple(self.analysis.names))     # same values: cells change only
+        if not same:
+            self.beginResetModel()
         self.plan, self.analysis = plan, analysis
         self.conflicted = {}
         for c in conflicts:
@@ -74,7 +78,11 @@ class QtAllocationModel(QAbstractTableModel):
                                   (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
                                   tuple(plan.assignment.get(name, ())),
                                   plan.spills.get(name), self.conflicted.get(name, 0)))
-        self.endResetModel()
+        if same:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+        else:
+            self.endResetModel()
+        return not same
 
     def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else len(self.rows)
@@ -181,7 +189,8 @@ class QtAllocationTable(QWidget):
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setItemDelegateForColumn(REGISTER_COLUMN, _RegisterDelegate(self))
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.view.horizontalHeader().setResizeContentsPrecision(64)   # size columns from 64 rows, not all
         self.view.verticalHeader().setVisible(False)
         self.view.selectionModel().currentRowChanged.connect(self._row_changed)
         layout = QVBoxLayout(self)
@@ -192,7 +201,8 @@ class QtAllocationTable(QWidget):
 
     def set_plan(self, plan, analysis, conflicts, selection=None) -> None:
         self._quiet = True
-        self.model_.set_plan(plan, analysis, conflicts)
+        if self.model_.set_plan(plan, analysis, conflicts):
+            self.view.resizeColumnsToContents()
         self._quiet = False
         self.set_selection(selection)
 

@@ -115,6 +115,7 @@ def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(w
     window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
                         {"tile": [4, 4], "schedule": "load-all-first"})
     window.doc.set_current("linear-scan")
+    window.flush()
     program = window.doc.plan.program
     maxlive = analyze(program).maxlive
     curve_before = window.timeline.curve.getData()[1].copy()
@@ -140,7 +141,8 @@ def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(w
     assert offsets[:2] == [108, 0]
     assert m["report"]["simulator"]["ok"] is True
     assert "sm_80" in window.sass_view.sass and window.sass_view.timeline.data is not None
-    label = f"sm_80 ptxas registers"
+    window.tabs.setCurrentWidget(window.compare)
+    label = "sm_80 ptxas registers"
     assert window.compare.cell(label, window.doc.session.current).split()[0].isdigit()
 
 
