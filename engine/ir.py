@@ -302,7 +302,7 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
         raise ParseError(f"{where}: bad opcode {opcode!r}")
     operands = tuple(_parse_operand(t, where) for t in _split_operands(parts[1] if len(parts) > 1 else ""))
     ins = Instruction(opcode, defs, operands, guard, negated, phase)
-    if opcode in _SHAPES:
+    if opcode in _SHAPES or opcode.split(".")[0] in ("ld", "st"):
         _check_shape(ins, where)
     return ins
 
@@ -311,6 +311,13 @@ _SHAPES = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exi
 
 
 def _check_shape(ins: Instruction, where: str) -> None:
+    base = ins.opcode.split(".")[0]
+    if base == "st" and (len(ins.operands) < 2 or ins.defs):   # the interpreter treats st* and ld* as memory
+        raise ParseError(f"{where}: expected '{ins.opcode} ADDRESS, OFFSET, %VALUE' (a store reads an address "
+                         "and a value and defines nothing)")
+    if base == "ld" and (not ins.operands or not ins.defs):
+        raise ParseError(f"{where}: expected '%X:T = {ins.opcode} ADDRESS, OFFSET' (a load reads an address "
+                         "and defines a value)")
     if ins.opcode in _SHAPES:
         count, form = _SHAPES[ins.opcode]
         if len(ins.operands) != count or ins.defs:

@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
+    p.add_argument("--plan-name", dest="current", help="which plan to show (default: the first)")
+    p.add_argument("--select", help="a value to select")
+    p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=cmd_screenshot)
     return parser
@@ -281,7 +284,8 @@ def cmd_screenshot(args) -> int:
     if args.gemm:
         m, n, k = (int(x) for x in args.gemm.lower().split("x"))
         workload = {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
-    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options))
+    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
+                     current=args.current, select=args.select))
     return 0
 
 

@@ -33,8 +33,10 @@ def run_gui(plan_path: str | None = None) -> int:
 
 
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
-               workload: dict | None = None, options: dict | None = None) -> str:
-    """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window)."""
+               workload: dict | None = None, options: dict | None = None, build: bool = False,
+               current: str | None = None, select: str | None = None) -> str:
+    """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).
+    ``build`` runs Build & measure first (the SASS and compare views need it)."""
     if view not in (*VIEW_TABS, "all"):
         raise RegtuneError(f"unknown view {view!r} (timeline, graph, compare, sass, sweep, all)")
     app = application()
@@ -52,6 +54,14 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     from gui.qt_main_window import _doctor_job
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))
+    if current:
+        window.doc.set_current(current)
+    if select:
+        window.doc.select(select)
+    if build:
+        window.build_and_measure()
+        window.wait_for_jobs()
+    window.flush()
     window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
     window.show()
     for _ in range(5):

@@ -62,7 +62,7 @@ class QtComparePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
-        layout.addWidget(self.table)
+        layout.addWidget(self.table, 1)
         self.cells: dict = {}
 
     def show_plans(self, planned: dict, reports: dict) -> None:
@@ -130,7 +130,7 @@ class QtSassView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
-        layout.addWidget(split)
+        layout.addWidget(split, 1)
         self.sass = {}
         self.report = None
         self.budget = None
@@ -191,7 +191,7 @@ class QtBudgetSweep(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
-        layout.addWidget(self.widget)
+        layout.addWidget(self.widget, 1)
         self.rows = []
 
     def show_sweep(self, result: dict, plan_name: str) -> None:

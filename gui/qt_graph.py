@@ -24,12 +24,36 @@ PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
 _layouts: dict = {}
 
 
+def neighbourhood_tree(graph: nx.Graph, centre: str, radius: int) -> nx.Graph:
+    """The values within ``radius`` steps of ``centre``, each joined to the value it is reached from
+    (a BFS tree), with node attribute ``ring`` = distance: readable where the full neighbourhood is not."""
+    tree = nx.Graph()
+    tree.add_node(centre, ring=0)
+    frontier = [centre]
+    for ring in range(1, radius + 1):
+        nxt = []
+        for u in frontier:
+            for v in sorted(graph.neighbors(u)):
+                if v not in tree:
+                    tree.add_node(v, ring=ring)
+                    tree.add_edge(u, v)
+                    nxt.append(v)
+        frontier = nxt
+    return tree
+
+
 def layout_of(graph: nx.Graph, key) -> dict:
-    """A spring layout of ``graph``, cached under ``key``."""
+    """A layout of ``graph``, cached under ``key``: rings by distance for a neighbourhood tree, else spring."""
     if key not in _layouts:
         if len(_layouts) > 64:
             _layouts.clear()
-        _layouts[key] = nx.spring_layout(graph, seed=1, iterations=60) if len(graph) else {}
+        if len(graph) and all("ring" in d for _, d in graph.nodes(data=True)):
+            rings: dict = {}
+            for n, d in graph.nodes(data=True):
+                rings.setdefault(d["ring"], []).append(n)
+            _layouts[key] = nx.shell_layout(graph, [rings[r] for r in sorted(rings)])
+        else:
+            _layouts[key] = nx.spring_layout(graph, seed=1, iterations=60) if len(graph) else {}
     return _layouts[key]
 
 
@@ -86,11 +110,12 @@ class QtInterferenceGraph(QWidget):
             sub, key = g, ("full", hash(self.plan.program))
             self.caption.setText(f"{len(g)} values, {g.number_of_edges()} interferences")
         elif self.selection and self.selection in g:
-            sub = nx.ego_graph(g, self.selection, radius=self.radius.value())
+            sub = neighbourhood_tree(g, self.selection, self.radius.value())
             key = ("ego", hash(self.plan.program), self.selection, self.radius.value())
             self.caption.setText(f"{len(g)} values, {g.number_of_edges()} interferences: too many to read; "
-                                 f"showing %{self.selection} and {len(sub) - 1} values within "
-                                 f"{self.radius.value()} step(s)")
+                                 f"showing %{self.selection} and the {len(sub) - 1} values within "
+                                 f"{self.radius.value()} step(s), in rings by distance (edges: how each "
+                                 "is reached; edges among them are not drawn)")
         else:
             sub, key = nx.Graph(), None
             self.caption.setText(f"{len(g)} values, {g.number_of_edges()} interferences: too many to read; "

@@ -53,7 +53,6 @@ from dataclasses import dataclass
 
 from engine.errors import RegtuneError
 from engine.ir import Imm, Instruction, Program, Use, successors
-from engine.liveness import analyze
 from engine.plan import Plan
 
 SPILL_MODES = ("plan", "compiler")
@@ -666,7 +665,7 @@ def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, 
                   f"{workload['head_dim']}, {workload.get('seq_len', 2048)}",
                   f"TPR, BC = {int(options.get('tpr', 1))}, {int(options.get('bc', 16))}",
                   f"TRIPS = {min(list((trips or all_trips).values()) or [0])}  # K/V tiles each query row sees",
-                  (f"TOLERANCE = 2e-3  # max abs error; scores and probabilities pass through f16 (fp16-softmax)"
+                  ("TOLERANCE = 2e-3  # max abs error; scores and probabilities pass through f16 (fp16-softmax)"
                    if any(v.type == "f16x2" for v in plan.program.values.values())
                    else "TOLERANCE = 1e-4  # max abs error, inputs uniform in [-1, 1]")]
     return lines

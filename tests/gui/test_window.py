@@ -193,3 +193,16 @@ def test_every_edit_is_autosaved_and_a_restart_restores_it(qtbot, window):
     qtbot.addWidget(again)
     assert plan_to_dict(again.doc.session.plans["hand 1"]) == plan_to_dict(window.doc.session.plans["hand 1"])
     assert "restored" in again.status_text.text()
+
+
+def test_screenshot_command_renders_the_window_to_a_png(qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from gui.cli import main
+
+    out = tmp_path / "shot.png"
+    assert main(["screenshot", "--gemm", "4x4x4", "--view", "timeline", "--out", str(out)]) == 0
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() > 400 and image.height() > 300
+    assert main(["gui", str(tmp_path / "missing.json")]) == 2
+    assert main(["screenshot", "--view", "nowhere", "--out", str(out)]) == 2
