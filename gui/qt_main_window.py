@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, QSize, Qt, QTimer
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QPainter, QUndoStack
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
+                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
 
 from engine.edits import Assign, Move, Spill, Unspill
@@ -230,6 +230,8 @@ class QtMainWindow(QMainWindow):
         for view in (self.timeline, self.instructions, self.conflicts):
             view.instructionSelected.connect(d.select_instruction)
         self.timeline.valueDropped.connect(self.drop_value)
+        self.timeline.contextRequested.connect(self.value_menu)
+        self.table.contextRequested.connect(self.value_menu)
         self.table.assignRequested.connect(lambda name, regs: self.edit(Assign(name, tuple(regs))))
         self.table.rejected.connect(d.reject)
         self.instructions.moveRequested.connect(lambda i, to: self.edit(Move(i, to)))
@@ -376,6 +378,23 @@ class QtMainWindow(QMainWindow):
         first = row - row % 2 if width == 2 else row
         self.edit(Assign(name, tuple(range(first, first + width))))
 
+    def value_menu_actions(self, name: str) -> QMenu:
+        """The menu of one value: spill or unspill it (assignment edits), or put it in a register."""
+        plan = self.doc.plan
+        menu = QMenu(self)
+        menu.setTitle(f"%{name}")
+        if name in plan.spills:
+            menu.addAction(f"Unspill %{name} (keep it in its register)", lambda: self.edit(Unspill(name)))
+        else:
+            menu.addAction(f"Spill %{name} to local memory", lambda: self.edit(Spill(name)))
+        menu.addAction(f"Select %{name} everywhere", lambda: self.doc.select(name))
+        return menu
+
+    def value_menu(self, name: str, global_pos) -> None:
+        if self.doc.plan is not None and name in self.doc.plan.program.values:
+            self._menu = self.value_menu_actions(name)
+            self._menu.popup(global_pos)
+
     def spill_selected(self, spill: bool) -> None:
         name = self.doc.selection
         if name:
@@ -455,8 +474,10 @@ class QtMainWindow(QMainWindow):
             gen.setSize(widget.size())
             gen.setViewBox(QRectF(0, 0, widget.width(), widget.height()))
             painter = QPainter(gen)
-            widget.render(painter)
-            painter.end()
+            try:
+                widget.render(painter, QPoint(0, 0))
+            finally:
+                painter.end()
         elif not widget.grab().save(str(path)):
             raise RegtuneError(f"{path}: could not write the picture")
 

@@ -171,6 +171,7 @@ class QtAllocationTable(QWidget):
     valueSelected = Signal(str)
     assignRequested = Signal(str, object)
     rejected = Signal(str)
+    contextRequested = Signal(str, object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -193,6 +194,8 @@ class QtAllocationTable(QWidget):
         self.view.horizontalHeader().setResizeContentsPrecision(64)   # size columns from 64 rows, not all
         self.view.verticalHeader().setVisible(False)
         self.view.selectionModel().currentRowChanged.connect(self._row_changed)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.filter)
@@ -210,6 +213,13 @@ class QtAllocationTable(QWidget):
         if self._quiet or not current.isValid():
             return
         self.valueSelected.emit(self.model_.name_at(self.proxy.mapToSource(current).row()))
+
+    def _context(self, pos) -> None:
+        index = self.view.indexAt(pos)
+        if index.isValid():
+            name = self.model_.name_at(self.proxy.mapToSource(index).row())
+            self.valueSelected.emit(name)
+            self.contextRequested.emit(name, self.view.viewport().mapToGlobal(pos))
 
     def set_selection(self, name: str | None) -> None:
         row = self.model_.row_of(name) if name else None

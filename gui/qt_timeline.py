@@ -195,6 +195,13 @@ class _ViewBox(pg.ViewBox):
             ev.accept()
             self.owner.clicked_at(self.mapSceneToView(ev.scenePos()))
             return
+        if ev.button() == Qt.MouseButton.RightButton and self.owner.editable:
+            name = self.owner.value_at_point(self.mapSceneToView(ev.scenePos()))
+            if name is not None:      # on a bar: the value's menu (spill, unspill); elsewhere pyqtgraph's own
+                ev.accept()
+                self.owner.valueSelected.emit(name)
+                self.owner.contextRequested.emit(name, ev.screenPos().toPoint())
+                return
         super().mouseClickEvent(ev)
 
 
@@ -204,6 +211,7 @@ class QtTimeline(QWidget):
     valueSelected = Signal(str)
     instructionSelected = Signal(int)
     valueDropped = Signal(str, object)   # value name, register row (int) or None when dropped off the rows
+    contextRequested = Signal(str, object)   # value name, global position: the window shows the value's menu
 
     def __init__(self, parent=None, editable: bool = True):
         super().__init__(parent)

@@ -206,3 +206,42 @@ def test_screenshot_command_renders_the_window_to_a_png(qtbot, tmp_path):
     assert not image.isNull() and image.width() > 400 and image.height() > 300
     assert main(["gui", str(tmp_path / "missing.json")]) == 2
     assert main(["screenshot", "--view", "nowhere", "--out", str(out)]) == 2
+
+
+def test_spill_and_unspill_from_the_value_menu_are_undoable(window):
+    before = plan_to_dict(window.doc.plan)
+    menu = window.value_menu_actions("acc_2_2")
+    spill = next(a for a in menu.actions() if a.text().startswith("Spill"))
+    spill.trigger()
+    assert "acc_2_2" in window.doc.plan.spills
+    assert any(i.opcode == "st.local" for i in window.doc.plan.program.instructions)
+    assert any(row < 0 for row in window.timeline.data.row.tolist())      # the slot row below the registers
+    unspill = next(a for a in window.value_menu_actions("acc_2_2").actions() if a.text().startswith("Unspill"))
+    unspill.trigger()
+    assert "acc_2_2" not in window.doc.plan.spills
+    window.undo_action.trigger()
+    window.undo_action.trigger()
+    window.flush()
+    assert plan_to_dict(window.doc.session.plans["chaitin-briggs"]) == before and "hand 1" not in window.doc.session.plans
+
+
+def test_dropping_a_plan_file_on_the_window_opens_it(window, tmp_path):
+    from PySide6.QtCore import QMimeData, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    path = tmp_path / "dropped.json"
+    window.save_plan(str(path))
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    window.wait_for_jobs()
+    assert window.doc.session.current == "dropped"
+
+
+def test_pictures_of_a_view_export_as_png_and_svg(window, tmp_path):
+    window.export_picture(str(tmp_path / "v.png"))
+    window.export_picture(str(tmp_path / "v.svg"))
+    assert (tmp_path / "v.png").stat().st_size > 1000
+    assert "<svg" in (tmp_path / "v.svg").read_text()[:500]
