@@ -69,6 +69,5 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     widget = window if view == "all" else window.tabs.currentWidget()
     if not widget.grab().save(out):
         raise RegtuneError(f"{out}: could not write the picture")
-    window.doc.autosave_enabled = False
-    window.close()
+    window.dispose()
     return out

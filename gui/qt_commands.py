@@ -1,4 +1,4 @@
-"""Undoable commands: every change to the document is one QUndoCommand (compound ones have children).
+"""Undoable commands: every change to the document is one QUndoCommand (a compound edit is a stack macro).
 
 Each redo/undo is a one-line call into QtDocument; a command keeps the
 plans before and after (immutable), so undo restores an identical plan.
@@ -28,9 +28,9 @@ def describe(edit) -> str:
 class EditCommand(QUndoCommand):
     """One hand edit of one plan (assignment or schedule edit)."""
 
-    def __init__(self, doc, name: str, edit, before, after, parent=None):
+    def __init__(self, doc, name: str, edit, before, after):
         kind = "schedule" if isinstance(edit, Move) else "assignment"
-        super().__init__(f"{name}: {describe(edit)} ({kind} edit)", parent)
+        super().__init__(f"{name}: {describe(edit)} ({kind} edit)")
         self.doc, self.name = doc, name
         self.before, self.after = before, after.with_(allocator="hand")
 
@@ -44,8 +44,8 @@ class EditCommand(QUndoCommand):
 class PlansCommand(QUndoCommand):
     """A change to the list of plans: add a hand copy, rename, delete."""
 
-    def __init__(self, doc, text: str, plans: dict, current: str | None, parent=None):
-        super().__init__(text, parent)
+    def __init__(self, doc, text: str, plans: dict, current: str | None):
+        super().__init__(text)
         self.doc = doc
         self.before = (dict(doc.session.plans), doc.session.current)
         self.after = (dict(plans), current)
@@ -91,11 +91,11 @@ def push_edit(stack, doc, edit, name: str | None = None) -> object:
         stack.push(EditCommand(doc, name, edit, before, result.plan))
         return result
     copy = doc.session.hand_name()
-    macro = QUndoCommand(f"{copy} (copy of {name}): {describe(edit)}")
     plans = dict(doc.session.plans)
     plans[copy] = before.with_(allocator="hand")
-    # children stay referenced from Python: their redo/undo are Python overrides
-    macro.children_ = [PlansCommand(doc, f"copy {name} to {copy}", plans, copy, macro),
-                       EditCommand(doc, copy, edit, before.with_(allocator="hand"), result.plan, macro)]
-    stack.push(macro)
+    # one undo step made of two commands (Qt's macro: each pushed command is owned by the stack)
+    stack.beginMacro(f"{copy} (copy of {name}): {describe(edit)}")
+    stack.push(PlansCommand(doc, f"copy {name} to {copy}", plans, copy))
+    stack.push(EditCommand(doc, copy, edit, before.with_(allocator="hand"), result.plan))
+    stack.endMacro()
     return result

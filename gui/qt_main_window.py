@@ -635,6 +635,15 @@ class QtMainWindow(QMainWindow):
             self.jobs.pool.waitForDone(20)
         QCoreApplication.processEvents()
 
+    def dispose(self) -> None:
+        """Close and delete now (windows made outside a running event loop: scripts, benchmarks)."""
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        self.doc.autosave_enabled = False
+        self.close()
+        self.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
     def session_json(self) -> str:
         return json.dumps(self.doc.session.to_dict(), sort_keys=True)
 

@@ -84,7 +84,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
         _drawn(app, window)
         move.append(time.perf_counter() - t)
     instructions = len(window.doc.plan.program.instructions)
-    window.close()
+    window.dispose()
     med = statistics.median
     return {"instructions": instructions, "draw": med(draw), "engine_draw": med(engine_draw), "edit": med(edit),
             "engine_edit": med(engine_edit), "move": med(move), "engine_move": med(engine_move)}
