@@ -21,7 +21,18 @@ def application():
     return app
 
 
+def _check_display() -> None:
+    """Qt aborts the process without a display; say so in one line instead."""
+    import os
+
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                                                  or os.environ.get("QT_QPA_PLATFORM")):
+        raise RegtuneError("no display to open the window on (DISPLAY is not set); the headless commands "
+                           "work without one, and 'regtune screenshot' renders the window offscreen")
+
+
 def run_gui(plan_path: str | None = None) -> int:
+    _check_display()
     app = application()
     from gui.qt_main_window import QtMainWindow
 
@@ -39,6 +50,9 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     ``build`` runs Build & measure first (the SASS and compare views need it)."""
     if view not in (*VIEW_TABS, "all"):
         raise RegtuneError(f"unknown view {view!r} (timeline, graph, compare, sass, sweep, all)")
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = application()
     from gui.qt_main_window import QtMainWindow
 
