@@ -245,3 +245,21 @@ def test_pictures_of_a_view_export_as_png_and_svg(window, tmp_path):
     window.export_picture(str(tmp_path / "v.svg"))
     assert (tmp_path / "v.png").stat().st_size > 1000
     assert "<svg" in (tmp_path / "v.svg").read_text()[:500]
+
+
+def test_plans_list_duplicate_rename_delete_are_undoable(window):
+    names = list(window.doc.session.plans)
+    window.duplicate_plan("dsatur")
+    assert window.doc.session.current == "hand 1" and window.doc.plan.allocator == "hand"
+    window.rename_plan("hand 1", "tight")
+    assert "tight" in window.doc.session.plans and "hand 1" not in window.doc.session.plans
+    window.rename_plan("tight", "naive")            # a name in use: refused, nothing changes
+    assert "already exists" in window.conflicts.status.text() or window.doc.rejection
+    window.delete_plan("tight")
+    assert list(window.doc.session.plans) == names
+    for _ in range(3):
+        window.undo_action.trigger()
+    window.flush()
+    assert list(window.doc.session.plans) == names
+    texts = [window.plans_list.list.item(i).text() for i in range(window.plans_list.list.count())]
+    assert len(texts) == 4 and all("regs, MAXLIVE" in t for t in texts)
