@@ -60,6 +60,7 @@ SPILL_MODES = ("plan", "compiler")
 #: ``_Pointers``; unsigned, so numba emits no negative-index wraparound code).
 NUMBA_TYPES = {"f32": "float32", "i32": "int32", "u64": "uint64", "f64": "float64", "pred": "boolean"}
 _RESERVED = {"cuda", "math", "np", "float16", "float32", "float64", "int32", "int64", "uint64", "boolean",
+             "carry_f32", "carry_i32", "carry_u64", "carry_f64",
              "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_zero",
              "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys"}
 _SETP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -177,6 +178,9 @@ class _Writer:
         self.succ = successors(self.program)
         self.last_def = self._last_defs()
         self.read_later = self._read_later()
+        self.carried = self._carried()
+        self.carry_slots: dict[str, tuple[str, int]] = {}
+        self.canonical_used: set = set()
         self.stores = self.loads = 0
         self.array_params: list[str] = []
         self.params: list[str] = []
@@ -204,15 +208,49 @@ class _Writer:
                 defined.update(d.name for d in ins.defs)
         return exposed
 
+    def _carried(self) -> set:
+        """Values defined more than once and read across a block boundary (a loop-carried accumulator,
+        a value an if-block updates). Each definition gets a fresh Python name and the value crosses
+        blocks through a small local array with constant indices, which LLVM turns back into
+        registers (SROA): a Python variable assigned in several blocks costs numba-cuda an SSA
+        reconstruction over the whole function per variable (half of a 3,000-line kernel's compile)."""
+        defs: dict[str, int] = {}
+        for ins in self.program.instructions:
+            for d in ins.defs:
+                defs[d.name] = defs.get(d.name, 0) + 1
+        return {n for n in self.read_later if defs.get(n, 0) > 1
+                and self.program.values[n].type in _CARRY_TYPES}
+
+    def carry(self, name: str) -> str:
+        """``carry_T[k]``, the cell that holds ``name`` between blocks."""
+        if name not in self.carry_slots:
+            kind = _CARRY_TYPES[self.program.values[name].type]
+            k = sum(1 for t, _ in self.carry_slots.values() if t == kind)
+            self.carry_slots[name] = (kind, k)
+        kind, k = self.carry_slots[name]
+        return f"carry_{kind}[{k}]"
+
+    def load_carried(self, depth: int, ins: Instruction) -> None:
+        """Read the carried values ``ins`` uses that this block has not defined yet."""
+        for u in dict.fromkeys(ins.uses):
+            if u in self.carried and u not in self.current:
+                name = self.fresh(u)
+                self.emit(depth, f"{name} = {self.carry(u)}")
+                self.current[u] = name
+
     def use(self, name: str) -> str:
         return self.current.get(name, self.names[name])
 
     def define(self, bi: int, ii: int, name: str) -> str:
-        if name in self.read_later:
-            last = (bi, ii, name) in self.last_def
+        if name in self.carried:
+            target = self.fresh(name)
+        elif name in self.read_later:
+            target = self.names[name] if (bi, ii, name) in self.last_def else self.fresh(name)
+        elif name not in self.current and name not in self.canonical_used:
+            target = self.names[name]
+            self.canonical_used.add(name)
         else:
-            last = name not in self.current
-        target = self.names[name] if last else self.fresh(name)
+            target = self.fresh(name)
         self.current[name] = target
         return target
 
@@ -248,12 +286,14 @@ class _Writer:
         if ins.phase != self.phase and ins.phase:
             self.emit(depth, f"# -- phase {ins.phase}")
         self.phase = ins.phase or self.phase
+        self.load_carried(depth, ins)
         guard = None
         if ins.guard is not None:
             guard = ("not " if ins.guard_negated else "") + self.use(ins.guard)
         expr = self.expression(ins, where)
         if expr is None:
             return
+        before = {d.name: self.current.get(d.name) for d in ins.defs}
         if guard is not None:
             self.emit(depth, f"if {guard}:")
             depth += 1
@@ -262,8 +302,16 @@ class _Writer:
             return
         targets = [self.define(bi, ii, d.name) for d in ins.defs]
         values = expr if isinstance(expr, list) else [expr]
-        for target, value in zip(targets, values):
+        for d, target, value in zip(ins.defs, targets, values):
             self.emit(depth, f"{target} = {value}")
+            if d.name in self.carried and (bi, ii, d.name) in self.last_def:
+                self.emit(depth, f"{self.carry(d.name)} = {target}")
+        if guard is not None:      # a guarded definition keeps the old value when the guard is false
+            kept = [(t, before[d.name]) for d, t in zip(ins.defs, targets) if before[d.name]]
+            if kept:
+                self.emit(depth - 1, "else:")
+                for target, old in kept:
+                    self.emit(depth, f"{target} = {old}")
 
     def expression(self, ins: Instruction, where: str):
         op, ops = ins.opcode, ins.operands
@@ -444,6 +492,10 @@ class _Writer:
             self.emit(depth, "pass")
 
 
+#: types that can cross blocks in a carry array (f16 pairs are tuples, predicates booleans: they stay variables)
+_CARRY_TYPES = {"f32": "f32", "i32": "i32", "u64": "u64", "f64": "f64"}
+
+
 def _array_kind(type_: str) -> str:
     return {"f32": "f32", "i32": "i32", "f16x2": "f32", "u64": "u64", "f64": "f64"}.get(type_, "f32")
 
@@ -498,6 +550,11 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
     slots = 1 + max([int(i.operands[0].text) for i in program.instructions
                      if i.opcode in ("st.local", "ld.local")], default=-1)
     head = []
+    text_so_far = "\n".join(w.lines)
+    for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
+        n = sum(1 for t, _ in w.carry_slots.values() if t == kind)
+        if n and f"carry_{kind}[" in text_so_far:
+            head.append(f"    carry_{kind} = cuda.local.array({n}, {numba_type})   # values crossing blocks")
     if spills == "plan" and slots:
         for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
             if f"spill_{kind}[" in "\n".join(w.lines):

@@ -163,3 +163,17 @@ def test_mha_kernels_compile_for_sm80_and_sm90(strategies):
         # ptxas for sm_90 was seen to duplicate the loop body (512 SHFL): a multiple of the 256 in the PTX
         assert b.sass.mix()["shuffles"] % 256 == 0 and b.sass.mix()["shuffles"] >= 256
     assert build.ptx_count("shfl.sync.bfly") == 256
+
+
+def test_values_crossing_blocks_go_through_a_carry_array_and_guarded_definitions_keep_the_old_value():
+    text = (".kernel k\n.block a\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n  %p:pred = setp.lt %x, 0\n"
+            "  %x:f32 = @%p mul %x, -1\n  %i:i32 = mov 0\n.block loop\n  %x:f32 = add %x, %x\n  %i:i32 = add %i, 1\n"
+            "  %more:pred = setp.lt %i, 3\n  cbr %more, loop, done\n.block done\n  st.global %pa, 0, %x\n  exit\n")
+    program = parse(text)
+    source = kernel_source(Plan(program, {"pa": (0, 1), "x": (2,), "i": (3,)}, {}, 8, "hand"))
+    body = source.text[source.text.index("def k("):]
+    assert "carry_f32 = cuda.local.array(1, float32)" in body and "carry_i32 = cuda.local.array(1, int32)" in body
+    assert "    else:\n" in body                     # the guarded x keeps its old value when p is false
+    assert "while True:" in body and "if not more:" in body
+    ptx = compile_ptx(source)
+    assert "st.local" not in ptx and "ld.local" not in ptx      # SROA turned the carry cells into registers
