@@ -53,6 +53,13 @@ def _figure(result: dict | None) -> str:
     return text
 
 
+def _driver(gpu: dict) -> str:
+    """Registers and local memory per thread as the driver reports them, or why there are none."""
+    if "error" in gpu:
+        return gpu["error"]
+    return f"{gpu['registers']} / {gpu['local_bytes']}"
+
+
 def cmd_build(args) -> int:
     from kernels.build import build_plan
     from kernels.report import build_report
@@ -92,12 +99,14 @@ def _rows(archs) -> list[tuple[str, callable]]:
             ("occupancy (plan, warps)", lambda r: r["planned"]["occupancy"]["active_warps"])]
     for a in archs:
         rows += [(f"{a} ptxas registers", lambda r, a=a: r["ptxas"][a]["registers"]),
+                 (f"{a} allocated (8/thread)", lambda r, a=a: r["ptxas"][a]["allocated_registers"]),
                  (f"{a} spill st/ld bytes", lambda r, a=a: f"{r['ptxas'][a]['spill_store_bytes']}/"
                                                              f"{r['ptxas'][a]['spill_load_bytes']}"),
                  (f"{a} stack frame bytes", lambda r, a=a: r["ptxas"][a]["stack_frame_bytes"]),
                  (f"{a} occupancy (warps)", lambda r, a=a: r["ptxas"][a]["occupancy"]["active_warps"]),
                  (f"{a} SASS MAXLIVE", lambda r, a=a: r["sass"][a]["maxlive"])]
-    rows += [("simulator check", lambda r: _figure(r["simulator"])), ("GPU time", lambda r: _figure(r["gpu"]))]
+    rows += [("simulator check", lambda r: _figure(r["simulator"])), ("GPU time", lambda r: _figure(r["gpu"])),
+             ("GPU registers / local B (driver)", lambda r: _driver(r["gpu"]))]
     return rows
 
 

@@ -28,6 +28,8 @@ def compare_rows(archs=ARCHS) -> list[tuple[str, str, object]]:
             ("next occupancy step", "", lambda p, r: p["next_step"])]
     for a in archs:
         rows += [(f"{a} ptxas registers", "min", lambda p, r, a=a: r["ptxas"][a]["registers"] if r else "not built"),
+                 (f"{a} allocated registers (8/thread)", "min",
+                  lambda p, r, a=a: r["ptxas"][a]["allocated_registers"] if r else "not built"),
                  (f"{a} spill bytes (st/ld)", "min",
                   lambda p, r, a=a: (r["ptxas"][a]["spill_store_bytes"] + r["ptxas"][a]["spill_load_bytes"])
                   if r else "not built"),
@@ -35,7 +37,10 @@ def compare_rows(archs=ARCHS) -> list[tuple[str, str, object]]:
                   lambda p, r, a=a: r["ptxas"][a]["occupancy"]["active_warps"] if r else "not built"),
                  (f"{a} SASS MAXLIVE", "min", lambda p, r, a=a: r["sass"][a]["maxlive"] if r else "not built")]
     rows += [("simulator check", "", lambda p, r: _result(r["simulator"]) if r else "not built"),
-             ("GPU time", "min", lambda p, r: _gpu(r["gpu"]) if r else "not built")]
+             ("GPU time (ms)", "min", lambda p, r: _gpu(r["gpu"]) if r else "not built"),
+             ("GPU registers / local bytes (driver)", "",
+              lambda p, r: (r["gpu"]["error"] if "error" in r["gpu"] else
+                            f"{r['gpu']['registers']} / {r['gpu']['local_bytes']}") if r else "not built")]
     return rows
 
 

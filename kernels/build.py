@@ -143,12 +143,14 @@ def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = Tr
     timings: dict = {}
     ran = False
     cc = min(_cc(a) for a in archs)
-    ptx = cache.read("ptx", source.text, repr(cc)) if use_cache else None
+    # the PTX depends on the kernel function and its signature only (not on the budget, which ptxas applies)
+    ptx_key = (source.body or source.text, source.signature, repr(cc))
+    ptx = cache.read("ptx", *ptx_key) if use_cache else None
     if ptx is None:
         t = time.perf_counter()
         ptx = compile_ptx(source, cc)
         timings["nvvm"] = (time.perf_counter() - t) * 1000
-        cache.write(ptx, "ptx", source.text, repr(cc))
+        cache.write(ptx, "ptx", *ptx_key)
         ran = True
     # ptxas and nvdisasm are separate processes: the architectures run side by side
     with ThreadPoolExecutor(max_workers=len(archs)) as pool:

@@ -87,6 +87,7 @@ class KernelSource:
     spills : "plan" or "compiler"
     spill_stores, spill_loads : st.local / ld.local the source holds (plan spill code)
     budget : the register cap written into it
+    body : the kernel function's own text (what NVVM compiles; the PTX cache key)
     """
 
     text: str
@@ -98,6 +99,7 @@ class KernelSource:
     spill_stores: int
     spill_loads: int
     budget: int
+    body: str = ""
 
 
 def _identifier(name: str, taken: set) -> str:
@@ -753,4 +755,4 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
              _HELPERS, "\n\n" + body, {"gemm": _GEMM, "mha": _MHA}.get(kind, ""),
              _MAIN.format(name=name) if kind in ("gemm", "mha") else ""]
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
-                        w.stores, w.loads, plan.budget)
+                        w.stores, w.loads, plan.budget, body)

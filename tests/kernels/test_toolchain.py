@@ -89,3 +89,14 @@ def test_sass_parser_rejects_output_without_life_ranges():
     header = "// |   # 01 |\n"
     with pytest.raises(SassError, match="counts 2 live registers at /\\*0000\\*/, the marks show 1"):
         parse_sass(header + "        /*0000*/   MOV R0, R1 ;   // |   2 ^  |\n")
+
+
+def test_a_second_identical_build_compiles_nothing():
+    plan = gemm_plan(3, 4, 5, "naive", tile=(3, 2))
+    first = build_plan(plan, ("sm_80", "sm_90"))
+    again = build_plan(plan, ("sm_80", "sm_90"))
+    assert again.cached and "nvvm" not in again.timings_ms
+    assert not any(k.startswith(("ptxas", "nvdisasm")) for k in again.timings_ms)
+    assert again.ptx == first.ptx and again.archs["sm_90"].report == first.archs["sm_90"].report
+    other = build_plan(plan.with_(budget=64), ("sm_80",))       # another -maxrregcount: ptxas runs again
+    assert not other.cached and "ptxas sm_80" in other.timings_ms and "nvvm" not in other.timings_ms
