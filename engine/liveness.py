@@ -43,8 +43,24 @@ import numpy as np
 from engine.ir import Program, successors
 
 
+class PressureFigures:
+    """MAXLIVE and its peak from a ``pressure`` array (planned programs and compiled SASS alike)."""
+
+    pressure: np.ndarray
+
+    @property
+    def maxlive(self) -> int:
+        """The largest pressure (0 for an empty program)."""
+        return int(self.pressure.max()) if len(self.pressure) else 0
+
+    @property
+    def peak(self) -> int:
+        """The first instruction where the pressure reaches MAXLIVE."""
+        return int(self.pressure.argmax()) if len(self.pressure) else 0
+
+
 @dataclass(frozen=True, eq=False)
-class Analysis:
+class Analysis(PressureFigures):
     """Everything the allocators and the views need about one program.
 
     Attributes
@@ -75,16 +91,6 @@ class Analysis:
     def index(self) -> dict[str, int]:
         """Value number of each name."""
         return {n: i for i, n in enumerate(self.names)}
-
-    @property
-    def maxlive(self) -> int:
-        """The largest pressure (0 for an empty program)."""
-        return int(self.pressure.max()) if len(self.pressure) else 0
-
-    @property
-    def peak(self) -> int:
-        """The first instruction where the pressure reaches MAXLIVE."""
-        return int(self.pressure.argmax()) if len(self.pressure) else 0
 
     @cached_property
     def interference(self):

@@ -42,6 +42,7 @@ import numpy as np
 
 from engine.arch import BankModel
 from engine.errors import RegtuneError
+from engine.liveness import PressureFigures
 
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*(//.*)?$")
 _REGISTER = re.compile(r"(?<![\w.])R(\d+)(?![\w])")
@@ -59,7 +60,7 @@ class SassError(RegtuneError):
 
 
 @dataclass(frozen=True)
-class SassLiveness:
+class SassLiveness(PressureFigures):
     """The compiled kernel's instructions and register live ranges, in the engine's terms.
 
     Attributes
@@ -84,14 +85,6 @@ class SassLiveness:
     end: np.ndarray
     pressure: np.ndarray
     register_columns: int
-
-    @property
-    def maxlive(self) -> int:
-        return int(self.pressure.max()) if len(self.pressure) else 0
-
-    @property
-    def peak(self) -> int:
-        return int(self.pressure.argmax()) if len(self.pressure) else 0
 
     @property
     def assignment(self) -> dict:
