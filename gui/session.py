@@ -50,8 +50,9 @@ def build_workload(workload: dict, options: dict):
     raise RegtuneError(f"unknown workload kind {workload.get('kind')!r} (gemm or mha)")
 
 
-def allocate_all(workload: dict, options: dict, progress: Progress = NullProgress()) -> dict:
+def allocate_all(workload: dict, options: dict, progress: Progress | None = None) -> dict:
     """Build the program and run the four allocators: name -> Plan (with predicted figures)."""
+    progress = progress or NullProgress()
     program, wl, built = build_workload(workload, options)
     budget = int(options.get("budget", 255))
     plans = {}

@@ -152,7 +152,7 @@ class _Pointers:
                 return self.base[op.name]
         return None
 
-    def array(self, name: str, ins: Instruction, where: str) -> str:
+    def array(self, name: str, where: str) -> str:
         if name not in self.base:
             raise KernelError(f"{where}: %{name} is not derived from an array parameter, so it cannot be an address")
         return self.base[name]
@@ -166,10 +166,9 @@ def _element(offset: Imm, where: str) -> int:
 
 
 class _Writer:
-    def __init__(self, plan: Plan, spills: str, trips: dict | None):
+    def __init__(self, plan: Plan, spills: str):
         self.plan, self.program = plan, plan.program
         self.spills = spills
-        self.trips = trips or {}
         self.pointers = _Pointers(self.program)
         self.lines: list[str] = []
         self.taken: set = set()
@@ -330,10 +329,10 @@ class _Writer:
             a, b = (self.operand(o, kind, where) for o in ops)
             return f"{a} {cmp} {b}"
         if op == "ld.global":
-            array = self.pointers.array(ops[0].name, ins, where)
+            array = self.pointers.array(ops[0].name, where)
             return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}]"
         if op == "st.global":
-            array = self.pointers.array(ops[0].name, ins, where)
+            array = self.pointers.array(ops[0].name, where)
             value = self.operand(ops[2], "f32", where)
             return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}] = {value}"
         if op in ("st.local", "ld.local"):
@@ -531,7 +530,7 @@ def _adjust_trips(program: Program, trips: dict | None) -> Program:
 def loop_trips(program: Program) -> dict:
     """Trip count of each counted loop: block label -> N from its ``setp.lt %it, N`` back edge."""
     found = {}
-    for bi, block in enumerate(program.blocks):
+    for block in program.blocks:
         last = block.instructions[-1] if block.instructions else None
         if last is None or last.opcode != "cbr" or block.name not in last.targets:
             continue
@@ -542,12 +541,12 @@ def loop_trips(program: Program) -> dict:
     return found
 
 
-def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> tuple[str, _Writer]:
+def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> tuple[str, "_Writer", str, list]:
     """The kernel function's text and the writer that made it (parameters, spill counts)."""
     if spills not in SPILL_MODES:
         raise KernelError(f"unknown spill mode {spills!r} (known: {', '.join(SPILL_MODES)})")
     program = _adjust_trips(plan.program, trips)
-    w = _Writer(plan.with_(program=program) if trips else plan, spills, trips)
+    w = _Writer(plan.with_(program=program) if trips else plan, spills)
     w.region(0, len(program.blocks), 1)
     slots = 1 + max([int(i.operands[0].text) for i in program.instructions
                      if i.opcode in ("st.local", "ld.local")], default=-1)

@@ -154,11 +154,8 @@ def parse_ptxas(text: str, arch: str, max_registers: int | None = None) -> Compi
         line = raw.strip()
         if not line:
             continue
-        for kind, pattern in _PTXAS_PATTERNS:
-            m = pattern.match(line)
-            if m:
-                break
-        else:
+        kind, m = next(((k, p.match(line)) for k, p in _PTXAS_PATTERNS if p.match(line)), (None, None))
+        if m is None:
             raise ToolchainError(f"unrecognised ptxas output: {line!r}")
         if kind == "gmem" and m.group(2):
             figures["cmem"][m.group(3)] = int(m.group(2))
