@@ -5,7 +5,7 @@ example (32 heads, batch 64, head_dim 64, 4 groups): the time to load a
 plan into the window and draw every view of the current plan (timeline,
 pressure, allocation table, why panel, instruction list, conflicts, plans,
 compare), and the time from one assignment edit (and one schedule edit)
-to the redrawn views, each the median of several runs. Targets on the
+to the redrawn views, and a zoom or pan of the timeline to its repaint, each the median of several runs. Targets on the
 2-core machine: under 1 s to draw, under 100 ms per edit. The reference
 measured in the same run: the engine's own work for the same step
 (analysis and conflict check, or apply_edit), so the ratio says what the
@@ -49,7 +49,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
     window = QtMainWindow(autosave=False, restore=False, start_jobs=False)
     window.resize(1500, 950)
     window.show()
-    draw, engine_draw, edit, engine_edit, move, engine_move = [], [], [], [], [], []
+    draw, engine_draw, edit, engine_edit, move, engine_move, pan = [], [], [], [], [], [], []
     for r in range(repeat):
         fresh = {name: p.with_(program=type(p.program)(p.program.name, p.program.blocks)) for name, p in plans.items()}
         t = time.perf_counter()
@@ -63,6 +63,13 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
         window.doc.set_workload(workload, options, fresh, "linear-scan")
         _drawn(app, window)
         draw.append(time.perf_counter() - t)
+        n = len(window.doc.plan.program.instructions)
+        for k, (lo, hi) in enumerate(((0, n // 10), (n // 3, n // 3 + n // 10), (0, n), (n // 2, n))):
+            t = time.perf_counter()
+            window.timeline.plot.setXRange(lo, hi, padding=0)     # zoom or pan, then repaint the timeline
+            window.timeline.layout_.grab()
+            if r or k:                                           # the first repaint of a run warms caches
+                pan.append(time.perf_counter() - t)
         plan = window.doc.plan
         a = analyze(plan.program)
         name = max((n for n in a.names if plan.program.values[n].width == 1), key=lambda n: a.end[a.index[n]])
@@ -87,7 +94,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
     window.dispose()
     med = statistics.median
     return {"instructions": instructions, "draw": med(draw), "engine_draw": med(engine_draw), "edit": med(edit),
-            "engine_edit": med(engine_edit), "move": med(move), "engine_move": med(engine_move)}
+            "engine_edit": med(engine_edit), "move": med(move), "engine_move": med(engine_move), "pan": med(pan)}
 
 
 def main(argv=None) -> list[dict]:
@@ -106,7 +113,8 @@ def main(argv=None) -> list[dict]:
         print(f"{label}: {r['instructions']} instructions; load and draw {r['draw'] * 1000:.0f} ms "
               f"(engine analysis+check {r['engine_draw'] * 1000:.0f} ms, {r['draw'] / r['engine_draw']:.1f}x); "
               f"assignment edit to redrawn views {r['edit'] * 1000:.0f} ms (apply_edit {r['engine_edit'] * 1000:.0f} ms); "
-              f"schedule edit {r['move'] * 1000:.0f} ms (apply_edit {r['engine_move'] * 1000:.0f} ms)")
+              f"schedule edit {r['move'] * 1000:.0f} ms (apply_edit {r['engine_move'] * 1000:.0f} ms); "
+              f"zoom/pan repaint of the timeline {r['pan'] * 1000:.0f} ms")
     return results
 
 

@@ -14,4 +14,4 @@ def test_gui_benchmark_runs_and_prints_its_figures(capsys, qapp, tmp_path, monke
         print("\n" + out)
     assert [r["instructions"] for r in results] == sorted((r["instructions"] for r in results), reverse=True)
     for r in results:
-        assert r["draw"] > 0 and r["edit"] > 0 and r["move"] > 0
+        assert r["draw"] > 0 and r["edit"] > 0 and r["move"] > 0 and r["pan"] > 0
