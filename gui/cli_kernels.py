@@ -42,24 +42,6 @@ def _gpu(plan, device):
     return run_on_gpu(plan, device=device) if device else {"error": "no CUDA device"}
 
 
-def _figure(result: dict | None) -> str:
-    if not result:
-        return "not run"
-    if "error" in result:
-        return result["error"]
-    text = f"{'ok' if result.get('ok') else 'MISMATCH'} (max err {result['max_error']:.2g})"
-    if "median_ms" in result:
-        text = f"{result['median_ms']:.4f} ms, {text}"
-    return text
-
-
-def _driver(gpu: dict) -> str:
-    """Registers and local memory per thread as the driver reports them, or why there are none."""
-    if "error" in gpu:
-        return gpu["error"]
-    return f"{gpu['registers']} / {gpu['local_bytes']}"
-
-
 def cmd_build(args) -> int:
     from kernels.build import build_plan
     from kernels.report import build_report
@@ -91,28 +73,11 @@ def cmd_build(args) -> int:
     return 0
 
 
-def _rows(archs) -> list[tuple[str, callable]]:
-    rows = [("planned registers", lambda r: r["planned"]["registers"]),
-            ("planned MAXLIVE", lambda r: r["planned"]["maxlive"]),
-            ("planned spills (values)", lambda r: r["planned"]["spills"]),
-            ("bank conflicts (plan model)", lambda r: r["planned"]["bank_conflicts"]),
-            ("occupancy (plan, warps)", lambda r: r["planned"]["occupancy"]["active_warps"])]
-    for a in archs:
-        rows += [(f"{a} ptxas registers", lambda r, a=a: r["ptxas"][a]["registers"]),
-                 (f"{a} allocated (8/thread)", lambda r, a=a: r["ptxas"][a]["allocated_registers"]),
-                 (f"{a} spill st/ld bytes", lambda r, a=a: f"{r['ptxas'][a]['spill_store_bytes']}/"
-                                                             f"{r['ptxas'][a]['spill_load_bytes']}"),
-                 (f"{a} stack frame bytes", lambda r, a=a: r["ptxas"][a]["stack_frame_bytes"]),
-                 (f"{a} occupancy (warps)", lambda r, a=a: r["ptxas"][a]["occupancy"]["active_warps"]),
-                 (f"{a} SASS MAXLIVE", lambda r, a=a: r["sass"][a]["maxlive"])]
-    rows += [("simulator check", lambda r: _figure(r["simulator"])), ("GPU time", lambda r: _figure(r["gpu"])),
-             ("GPU registers / local B (driver)", lambda r: _driver(r["gpu"]))]
-    return rows
-
-
 def _table(columns: list, archs) -> str:
     header = ["", *[name for name, _, _ in columns]]
-    body = [[label, *[str(get(report)) for _, _, report in columns]] for label, get in _rows(archs)]
+    from kernels.report import compare_rows
+
+    body = [[label, *[str(get(report)) for _, _, report in columns]] for label, _, get in compare_rows(archs)]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))

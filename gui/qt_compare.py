@@ -14,46 +14,9 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, Q
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from gui.qt_timeline import QtTimeline
+from kernels.report import compare_rows
 
 ARCHS = ("sm_80", "sm_90")
-
-
-def compare_rows(archs=ARCHS) -> list[tuple[str, str, object]]:
-    """(label, better: 'min' | 'max' | '', getter(planned, report) -> value or str)."""
-    rows = [("planned registers", "min", lambda p, r: p["registers"]),
-            ("planned MAXLIVE", "min", lambda p, r: p["maxlive"]),
-            ("planned spills (values)", "min", lambda p, r: p["spills"]),
-            ("bank conflicts (plan model)", "min", lambda p, r: p["bank_conflicts"]),
-            ("occupancy, planned (warps/SM)", "max", lambda p, r: p["occupancy"]["active_warps"]),
-            ("next occupancy step", "", lambda p, r: p["next_step"])]
-    for a in archs:
-        rows += [(f"{a} ptxas registers", "min", lambda p, r, a=a: r["ptxas"][a]["registers"] if r else "not built"),
-                 (f"{a} allocated registers (8/thread)", "min",
-                  lambda p, r, a=a: r["ptxas"][a]["allocated_registers"] if r else "not built"),
-                 (f"{a} spill bytes (st/ld)", "min",
-                  lambda p, r, a=a: (r["ptxas"][a]["spill_store_bytes"] + r["ptxas"][a]["spill_load_bytes"])
-                  if r else "not built"),
-                 (f"{a} occupancy (warps/SM)", "max",
-                  lambda p, r, a=a: r["ptxas"][a]["occupancy"]["active_warps"] if r else "not built"),
-                 (f"{a} SASS MAXLIVE", "min", lambda p, r, a=a: r["sass"][a]["maxlive"] if r else "not built")]
-    rows += [("simulator check", "", lambda p, r: _result(r["simulator"]) if r else "not built"),
-             ("GPU time (ms)", "min", lambda p, r: _gpu(r["gpu"]) if r else "not built"),
-             ("GPU registers / local bytes (driver)", "",
-              lambda p, r: (r["gpu"]["error"] if "error" in r["gpu"] else
-                            f"{r['gpu']['registers']} / {r['gpu']['local_bytes']}") if r else "not built")]
-    return rows
-
-
-def _result(sim: dict) -> str:
-    if "error" in sim:
-        return sim["error"]
-    return f"{'ok' if sim.get('ok') else 'MISMATCH'} (max err {sim['max_error']:.1e})"
-
-
-def _gpu(gpu: dict):
-    if "error" in gpu:
-        return gpu["error"]
-    return round(float(gpu["median_ms"]), 4)
 
 
 class QtComparePanel(QWidget):
@@ -72,7 +35,7 @@ class QtComparePanel(QWidget):
 
     def show_plans(self, planned: dict, reports: dict) -> None:
         """``planned``: name -> kernels.report.planned(); ``reports``: name -> build report (or missing)."""
-        rows = compare_rows()
+        rows = compare_rows(ARCHS)
         names = list(planned)
         self.table.clear()
         self.table.setRowCount(len(rows))
@@ -85,10 +48,11 @@ class QtComparePanel(QWidget):
         for i, (label, better, get) in enumerate(rows):
             values = []
             for name in names:
+                report = reports.get(name) or {"planned": planned[name]}
                 try:
-                    values.append(get(planned[name], reports.get(name)))
-                except (KeyError, TypeError):
-                    values.append("not measured")
+                    values.append(get(report))
+                except KeyError:        # a measured row of a plan not built yet
+                    values.append("not built")
             numeric = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             best = (min(numeric) if better == "min" else max(numeric)) if numeric and better else None
             for j, v in enumerate(values):

@@ -28,7 +28,6 @@ class QtDocument(QObject):
     selectionChanged = Signal(str)
     instructionChanged = Signal(int)
     measurementsChanged = Signal(str)
-    saved = Signal(str)
 
     def __init__(self, session: Session | None = None, autosave: bool = True, parent=None):
         super().__init__(parent)
@@ -116,7 +115,6 @@ class QtDocument(QObject):
         if not self.autosave_enabled:
             return
         try:
-            path = save_session(self.session)
-            self.saved.emit(str(path))
+            save_session(self.session)
         except OSError as e:
             notify(f"autosave failed: {e}")

@@ -121,13 +121,10 @@ class QtInstructionList(QWidget):
         current = self.list.currentRow()
         self.list.clear()
         self.program = program
-        starts = set(program.block_starts)
         for i, ins in enumerate(program.instructions):
-            block = program.blocks[program.block_of(i)].name
-            prefix = f"{block}:\n" if i in starts else ""
-            item = QListWidgetItem(f"{prefix}{i:5d}  {ins}")
+            item = QListWidgetItem(self._row_text(program, i))
             if ins.phase:
-                item.setToolTip(f"phase {ins.phase}, block {block}")
+                item.setToolTip(f"phase {ins.phase}, block {program.blocks[program.block_of(i)].name}")
             if ins.opcode in ("st.local", "ld.local"):
                 item.setForeground(QColor("#b07aa1"))
             self.list.addItem(item)
@@ -136,9 +133,11 @@ class QtInstructionList(QWidget):
             self.list.setCurrentRow(target)
         self._quiet = False
 
-    def _row_text(self, program, i: int) -> str:
-        starts = program.block_starts
-        prefix = f"{program.blocks[program.block_of(i)].name}:\n" if i in starts else ""
+    @staticmethod
+    def _row_text(program, i: int) -> str:
+        """The instruction's row; the first of a block carries the block's label."""
+        first = program.block_starts[program.block_of(i)] == i
+        prefix = f"{program.blocks[program.block_of(i)].name}:\n" if first else ""
         return f"{prefix}{i:5d}  {program.instructions[i]}"
 
     def _retext(self, old, program, index) -> None:

@@ -402,9 +402,6 @@ class QtTimeline(QWidget):
         row = self.data.row_at(y) if self.data else None
         self.valueDropped.emit(name, row)
 
-    def row_y(self, register: int) -> float:
-        return float(register)
-
     def _hover(self, pos) -> None:
         if self.data is None or self.data.describe is None:
             return
@@ -417,6 +414,3 @@ class QtTimeline(QWidget):
             return
         text = self.data.describe(self.data.names.index(name))
         QToolTip.showText(self.layout_.mapToGlobal(self.layout_.mapFromScene(pos)), text, self.layout_)
-
-    def tooltip_for(self, name: str) -> str:
-        return self.data.describe(self.data.names.index(name)) if self.data else ""

@@ -94,28 +94,6 @@ class Session:
             n += 1
         return f"hand {n}"
 
-    def insert_plan(self, name: str, plan: Plan, index: int | None = None) -> None:
-        items = list(self.plans.items())
-        items.insert(len(items) if index is None else index, (name, plan))
-        self.plans = dict(items)
-
-    def remove_plan(self, name: str) -> tuple[int, Plan]:
-        index = list(self.plans).index(name)
-        plan = self.plans.pop(name)
-        self.measurements.pop(name, None)
-        if self.current == name:
-            self.current = next(iter(self.plans), None)
-        return index, plan
-
-    def rename_plan(self, old: str, new: str) -> None:
-        if new in self.plans:
-            raise RegtuneError(f"a plan named {new!r} already exists")
-        self.plans = {(new if k == old else k): v for k, v in self.plans.items()}
-        if old in self.measurements:
-            self.measurements[new] = self.measurements.pop(old)
-        if self.current == old:
-            self.current = new
-
     def to_dict(self) -> dict:
         return {"format": SESSION_FORMAT, "version": 1, "workload": self.workload, "options": self.options,
                 "current": self.current, "edits": list(self.edits),

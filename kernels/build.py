@@ -22,7 +22,7 @@ import os
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.arch import load_arch
@@ -71,7 +71,6 @@ class Build:
     timings_ms: dict
     cached: bool
     toolchain: str
-    notes: tuple = field(default=())
 
     def ptx_count(self, opcode_prefix: str) -> int:
         """PTX instructions whose opcode starts with ``opcode_prefix`` (e.g. ``st.local``)."""
@@ -190,4 +189,4 @@ def build_plan(plan: Plan, archs=DEFAULT_ARCHS, spills: str = "plan", use_cache:
     codegen_ms = (time.perf_counter() - t) * 1000
     built = build_source(source, archs, use_cache)
     return Build(built.source, built.ptx, built.entry, built.archs, {"codegen": codegen_ms, **built.timings_ms},
-                 built.cached, built.toolchain, built.notes)
+                 built.cached, built.toolchain)

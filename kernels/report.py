@@ -13,8 +13,6 @@ Examples
 
 from __future__ import annotations
 
-import re
-
 from engine.arch import load_arch, next_register_step, occupancy
 from engine.liveness import analyze
 from engine.plan import Plan, predict, registers_used
@@ -22,7 +20,6 @@ from kernels.build import Build
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
 REGISTER_GRANULE = 8
-_REG = re.compile(r"(?<![\w.])R(\d+)(?![\w])")
 
 
 def allocated_registers(registers: int) -> int:
@@ -32,11 +29,6 @@ def allocated_registers(registers: int) -> int:
 
 def threads_per_block(plan: Plan) -> int:
     return int((plan.options or {}).get("threads_per_block", 128))
-
-
-def highest_register(build_arch) -> int:
-    """Highest general register index the SASS names (-1 for none)."""
-    return max((int(r) for t in build_arch.sass.texts for r in _REG.findall(t)), default=-1)
 
 
 def planned(plan: Plan, arch: str = "sm_80") -> dict:
@@ -66,7 +58,7 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
     plan_regs = registers_used(plan.assignment)
     maxlive = analyze(plan.program).maxlive
     used, sass_max = b.report.registers, b.sass.maxlive
-    top = highest_register(b)
+    top = b.sass.highest_register()
     out = []
     if plan_regs != maxlive:
         out.append(f"planned registers {plan_regs} vs MAXLIVE {maxlive}: "
@@ -74,8 +66,8 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
                       if _pairs(plan) else "")
                    + f"the {plan.allocator} assignment leaves {plan_regs - maxlive} register(s) of slack")
     if used != top + 1 and top >= 0:
-        out.append(f"ptxas reports {used} registers while the SASS names R0..R{top}: the {used - top - 1} "
-                   "above them are reserved by the ABI/ptxas (not visible as live ranges)")
+        out.append(f"ptxas counts {used} registers while no SASS instruction names one above R{top}: the "
+                   f"{used - top - 1} on top are ptxas's own reservation, with no live range in the SASS")
     if used != plan_regs:
         direction = "more" if used > plan_regs else "fewer"
         out.append(f"ptxas used {abs(used - plan_regs)} {direction} registers than planned ({used} vs {plan_regs}): "
@@ -119,7 +111,7 @@ def measured(plan: Plan, build: Build) -> dict:
                            "occupancy": {"active_warps": occ.active_warps, "occupancy": round(occ.occupancy, 4),
                                          "limited_by": list(occ.limited_by)}}
         out_sass[arch] = {"maxlive": b.sass.maxlive, "peak_offset": b.sass.offsets[b.sass.peak],
-                          "instructions": len(b.sass.texts), "highest_register": highest_register(b),
+                          "instructions": len(b.sass.texts), "highest_register": b.sass.highest_register(),
                           "bank_conflicts": b.sass.bank_conflicts(load_arch(arch).bank_model),
                           "mix": b.sass.mix(), "explanation": explain(plan, build, arch)}
     return {"ptxas": out_ptxas, "sass": out_sass}
@@ -139,3 +131,44 @@ def build_report(plan: Plan, build: Build, simulator: dict | None = None, gpu: d
             "gpu": gpu if gpu is not None else {"error": "no CUDA device"},
             "toolchain": build.toolchain, "timings_ms": {k: round(v, 1) for k, v in build.timings_ms.items()},
             "cached": build.cached}
+
+
+def _check(result: dict) -> str:
+    """A simulator or GPU check as text: 'ok (max err ...)', 'MISMATCH (...)' or why there is none."""
+    if "error" in result:
+        return result["error"]
+    return f"{'ok' if result.get('ok') else 'MISMATCH'} (max err {result['max_error']:.2g})"
+
+
+def _gpu_ms(gpu: dict):
+    return gpu["error"] if "error" in gpu else round(float(gpu["median_ms"]), 4)
+
+
+def _driver(gpu: dict) -> str:
+    return gpu["error"] if "error" in gpu else f"{gpu['registers']} / {gpu['local_bytes']}"
+
+
+def compare_rows(archs) -> list[tuple[str, str, object]]:
+    """The rows of a planned-vs-actual comparison: (label, 'min' | 'max' | '' (better), get(report)).
+
+    ``report`` is :func:`build_report`'s dict, or just ``{"planned": planned(...)}`` for a plan not
+    built yet: then the measured getters raise KeyError and the caller shows why there is no figure.
+    """
+    rows = [("planned registers", "min", lambda r: r["planned"]["registers"]),
+            ("planned MAXLIVE", "min", lambda r: r["planned"]["maxlive"]),
+            ("planned spills (values)", "min", lambda r: r["planned"]["spills"]),
+            ("bank conflicts (plan model)", "min", lambda r: r["planned"]["bank_conflicts"]),
+            ("occupancy, planned (warps/SM)", "max", lambda r: r["planned"]["occupancy"]["active_warps"]),
+            ("next occupancy step", "", lambda r: r["planned"]["next_step"])]
+    for a in archs:
+        rows += [(f"{a} ptxas registers", "min", lambda r, a=a: r["ptxas"][a]["registers"]),
+                 (f"{a} allocated (8/thread)", "min", lambda r, a=a: r["ptxas"][a]["allocated_registers"]),
+                 (f"{a} spill bytes (st+ld)", "min",
+                  lambda r, a=a: r["ptxas"][a]["spill_store_bytes"] + r["ptxas"][a]["spill_load_bytes"]),
+                 (f"{a} stack frame bytes", "min", lambda r, a=a: r["ptxas"][a]["stack_frame_bytes"]),
+                 (f"{a} occupancy (warps/SM)", "max", lambda r, a=a: r["ptxas"][a]["occupancy"]["active_warps"]),
+                 (f"{a} SASS MAXLIVE", "min", lambda r, a=a: r["sass"][a]["maxlive"])]
+    rows += [("simulator check", "", lambda r: _check(r["simulator"])),
+             ("GPU time (ms)", "min", lambda r: _gpu_ms(r["gpu"])),
+             ("GPU registers / local B (driver)", "", lambda r: _driver(r["gpu"]))]
+    return rows

@@ -52,9 +52,10 @@ def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOU
     result = run_worker({"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed},
                         simulator=True, timeout=timeout)
     if trips:
+        full = loop_trips(plan.program)
         result["trips"] = trips
         result["scope"] = (f"query tile 0 of K/V head 0, batch 0; {SIMULATOR_TRIPS} K/V tiles per loop "
-                           f"(the kernel runs {max(loop_trips(plan.program).values())})")
+                           f"(the kernel runs {max(full.values())})")
     return result
 
 

@@ -104,6 +104,10 @@ class SassLiveness(PressureFigures):
                     break
         return {"instructions": len(self.texts), **{c: counts.get(c, 0) for c in MIX}}
 
+    def highest_register(self) -> int:
+        """The highest general register any instruction names (-1 for none)."""
+        return max((int(r) for t in self.texts for r in _REGISTER.findall(t)), default=-1)
+
     def bank_conflicts(self, model: BankModel) -> int:
         """Extra cycles the arch's bank model charges the real SASS (source registers of each instruction)."""
         total = 0

@@ -154,7 +154,7 @@ def parse_ptxas(text: str, arch: str, max_registers: int | None = None) -> Compi
         line = raw.strip()
         if not line:
             continue
-        kind, m = next(((k, p.match(line)) for k, p in _PTXAS_PATTERNS if p.match(line)), (None, None))
+        kind, m = next(((k, m) for k, p in _PTXAS_PATTERNS if (m := p.match(line))), (None, None))
         if m is None:
             raise ToolchainError(f"unrecognised ptxas output: {line!r}")
         if kind == "gmem" and m.group(2):

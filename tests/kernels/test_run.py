@@ -54,6 +54,12 @@ def test_a_crash_or_a_hang_in_the_worker_is_an_error_value():
 def test_without_a_gpu_the_gpu_figures_say_why():
     if cuda_device() is not None:
         pytest.skip("a CUDA device is present: this checks the figures of a machine without one")
+    from kernels.codegen import kernel_source
+
+    source = kernel_source(gemm_plan(2, 2, 2))
+    # the worker itself asks the driver (no simulator) and answers with the reason, not a number
+    result = run_worker({"source": source.text, "kernel": source.name, "mode": "gpu"}, False, 120)
+    assert result == {"error": "no CUDA device"}
     assert run_on_gpu(gemm_plan(2, 2, 2), device=None) == {"error": "no CUDA device"}
 
 
