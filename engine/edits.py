@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 
+from engine.gcpause import paused_gc
 from engine.interp import immediate
 from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
 from engine.plan import Plan, predict
@@ -186,6 +187,7 @@ def _move(plan: Plan, e: Move) -> EditResult:
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
 
 
+@paused_gc
 def apply_edit(plan: Plan, edit, execute: bool = True) -> EditResult:
     """Apply one edit to ``plan`` (see the module invariant).
 

@@ -46,6 +46,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from engine.errors import InterpreterError
+from engine.gcpause import paused_gc
 from engine.ir import Imm, Instruction, Program
 
 MASK32 = 0xFFFFFFFF
@@ -260,6 +261,7 @@ class _Run:
         return InterpreterError(f"%{name} is read before any definition at {self._where(pc)}")
 
 
+@paused_gc
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 

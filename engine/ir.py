@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from engine.errors import ParseError
+from engine.gcpause import paused_gc
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
 #: predicate file and is not counted with general registers.
@@ -405,6 +406,7 @@ class _Builder:
         return Program(self.name, tuple(Block(n, tuple(body)) for n, body, _ in self.blocks))
 
 
+@paused_gc
 def parse(text: str, source: str = "<program>") -> Program:
     """Parse the text form of a program.
 

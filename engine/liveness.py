@@ -40,6 +40,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from engine.gcpause import paused_gc
 from engine.ir import Program, successors
 
 
@@ -240,6 +241,7 @@ def _dominates(idom: dict, a: int, b: int) -> bool:
         b = up
 
 
+@paused_gc
 def analyze(program: Program) -> Analysis:
     """Liveness, segments, intervals and pressure of ``program`` (memoized on it)."""
     if "analysis" not in program.cache:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
+from engine.gcpause import paused_gc
 from engine.interp import run
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
@@ -88,6 +89,7 @@ def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
     return stores, loads
 
 
+@paused_gc
 def predict(plan: Plan, execute: bool = True) -> dict:
     """The plan's predicted figures (computed, never copied).
 

@@ -37,6 +37,7 @@ True
 
 from __future__ import annotations
 
+from engine.gcpause import paused_gc
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
 
 
@@ -53,6 +54,7 @@ def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instr
     return Instruction("ld.local", (Value(name, type_),), (Imm(str(slot)),), phase=phase)
 
 
+@paused_gc
 def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
     """``program`` with the values in ``slots`` kept in local memory between uses."""
     counters = {(v, kind): 0 for v in slots for kind in "rd"}
@@ -147,6 +149,7 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
     return indices, origin
 
 
+@paused_gc
 def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
     """The program before spill code was inserted for ``spills``."""
     drop, origin = spill_code_of(program, spills)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import VerificationError
+from engine.gcpause import paused_gc
 from engine.interp import run
 from engine.ir import Program
 from engine.interference import overlapping_pairs
@@ -130,6 +131,7 @@ def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
     return out
 
 
+@paused_gc
 def static_conflicts(program: Program, assignment: dict, spills: dict, budget: int,
                      analysis: Analysis | None = None) -> list[Conflict]:
     """Every violation of the validity rules, in a sorted, repeatable order."""
@@ -139,6 +141,7 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     return sorted(found)
 
 
+@paused_gc
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0, 1, 2),
                      max_steps: int = 2_000_000) -> int:
     """Run original and allocated programs on random inputs; return the stores compared.

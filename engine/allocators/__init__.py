@@ -22,6 +22,7 @@ engine.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs
 from __future__ import annotations
 
 from engine.errors import AllocationError
+from engine.gcpause import paused_gc
 from engine.ir import Program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, Plan
@@ -46,6 +47,7 @@ def check_allocator(name: str) -> None:
         raise AllocationError(f"unknown allocator {name!r} (known: {', '.join(sorted(ALLOCATORS))})")
 
 
+@paused_gc
 def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis=None, execute: bool = True) -> Plan:
     """Run the allocator ``name`` on ``program`` under a register ``budget``.
 

@@ -16,49 +16,56 @@ from __future__ import annotations
 import numpy as np
 
 from engine.allocators import register
-from engine.allocators.common import forbidden_by, lowest_free, run_with_spilling, spill_cost, too_small
+from engine.allocators.common import Occupancy, run_with_spilling, spill_cost, too_small
+
+
+#: key of a value already removed: above any real key, however often it is decremented
+_DONE = np.int64(1) << 62
+
+
+def _squeeze(g, w, budget):
+    """Each value's squeeze (the key simplify minimises) and, per adjacency entry, what removing the row's value takes off it.
+
+    A 32-bit value's squeeze is its neighbours' total width minus the budget;
+    a pair's is its neighbour count minus the pairs available.
+    """
+    n = len(w)
+    wsum = (np.bincount(g.edges[:, 0], weights=w[g.edges[:, 1]], minlength=n)
+            + np.bincount(g.edges[:, 1], weights=w[g.edges[:, 0]], minlength=n)).astype(np.int64)
+    key = np.where(w == 1, wsum - budget, g.degree - budget // 2)
+    row = np.repeat(np.arange(n), g.degree)
+    return key, np.where(w[g.indices] == 1, w[row], 1)
 
 
 def _simplify(analysis, budget, unspillable) -> list[int]:
     g, w = analysis.interference, analysis.widths
+    key, decrement = _squeeze(g, w, budget)
     remaining = w > 0
-    count = g.degree.astype(np.int64)
-    n = len(w)
-    wsum = (np.bincount(g.edges[:, 0], weights=w[g.edges[:, 1]], minlength=n)
-            + np.bincount(g.edges[:, 1], weights=w[g.edges[:, 0]], minlength=n)).astype(np.int64)
-    key = np.where(w == 1, wsum - budget, count - budget // 2)
-    big = np.iinfo(np.int64).max
-    key[~remaining] = big
-    cost = spill_cost(analysis, count)
-    stack = []
+    key[~remaining] = _DONE
+    cost = np.where(remaining & ~unspillable, spill_cost(analysis, g.degree), np.inf)
+    bounds, indices, stack = g.indptr.tolist(), g.indices, []
     for _ in range(int(remaining.sum())):
-        v = int(np.argmin(key))
-        if key[v] >= 0:
-            v = _cheapest(cost, remaining & ~unspillable, v)
+        v = int(key.argmin())
+        if key[v] >= 0:  # every value left is significant: push the cheapest optimistically
+            cheapest = int(cost.argmin())
+            v = cheapest if cost[cheapest] < np.inf else v
         stack.append(v)
-        remaining[v] = False
-        key[v] = big
-        nb = g.neighbors(v)
-        nb = nb[remaining[nb]]
-        key[nb] -= np.where(w[nb] == 1, w[v], 1)
+        key[v], cost[v] = _DONE, np.inf
+        lo, hi = bounds[v], bounds[v + 1]
+        key[indices[lo:hi]] -= decrement[lo:hi]
     return stack
 
 
-def _cheapest(cost, candidates, fallback: int) -> int:
-    if not candidates.any():
-        return fallback
-    masked = np.where(candidates, cost, np.inf)
-    return int(np.argmin(masked))
-
-
 def _core(analysis, budget, unspillable):
-    g, w = analysis.interference, analysis.widths
+    w = analysis.widths.tolist()
+    occupancy = Occupancy(analysis.interference, budget)
     base = np.full(len(w), -1, dtype=np.int64)
     to_spill = []
     for v in reversed(_simplify(analysis, budget, unspillable)):
-        r = lowest_free(forbidden_by(base, w, g.neighbors(v), budget), int(w[v]))
+        r = occupancy.lowest(v, w[v])
         if r >= 0:
             base[v] = r
+            occupancy.mark(v, r, w[v], 1)
         elif unspillable[v]:
             raise too_small(analysis, budget, v)
         else:

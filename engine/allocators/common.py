@@ -17,30 +17,53 @@ from engine.plan import Plan, predict
 from engine.spill import first_free_slot, insert_spill_code
 
 
-def lowest_free(forbidden: np.ndarray, width: int) -> int:
-    """Lowest register (even for pairs) free in ``forbidden``; -1 if none.
+class Occupancy:
+    """Which registers each value's coloured neighbours hold: ``count[v, r]`` of them hold ``r``.
+
+    The two columns past the budget always count as held, so a search never
+    runs off the end and a pair never straddles the budget. Colouring or
+    uncolouring a value is one vectorised update of its neighbours' rows.
 
     Examples
     --------
-    >>> lowest_free(np.array([True, False, False, True, False, False]), 2)
-    4
+    >>> from engine.ir import parse
+    >>> from engine.liveness import analyze
+    >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n"
+    ...                   "  st.global %x, 0, %y\\n  exit\\n"))
+    >>> occ = Occupancy(a.interference, 4)
+    >>> _ = occ.mark(0, 0, 1, 1)
+    >>> occ.lowest(1, 1), occ.lowest(1, 2)
+    (1, 2)
     """
-    if width == 1:
-        free = np.flatnonzero(~forbidden)
-        return int(free[0]) if len(free) else -1
-    even = len(forbidden) - len(forbidden) % 2
-    free = np.flatnonzero(~forbidden[0:even:2] & ~forbidden[1:even:2])
-    return 2 * int(free[0]) if len(free) else -1
 
+    def __init__(self, graph, budget: int):
+        self.budget = budget
+        self.count = np.zeros((len(graph.widths), budget + 2), dtype=np.int32)
+        self.count[:, budget:] = 1
+        self._flat = self.count.reshape(-1)
+        self._offsets = graph.indices * (budget + 2)
+        self._bounds = graph.indptr.tolist()
 
-def forbidden_by(base: np.ndarray, widths: np.ndarray, neighbors: np.ndarray, budget: int) -> np.ndarray:
-    """Registers held by the coloured values among ``neighbors``."""
-    forbidden = np.zeros(budget, dtype=bool)
-    nb = neighbors[base[neighbors] >= 0]
-    forbidden[base[nb]] = True
-    pairs = nb[widths[nb] == 2]
-    forbidden[base[pairs] + 1] = True
-    return forbidden
+    def lowest(self, v: int, width: int) -> int:
+        """Lowest register (even for pairs) no coloured neighbour of ``v`` holds; -1 if none."""
+        row = self.count[v]
+        if width == 1:
+            r = int(row.argmin())
+            return r if row[r] == 0 else -1
+        pairs = row[0 : self.budget + 1 : 2] + row[1 : self.budget + 2 : 2]
+        r = int(pairs.argmin())
+        return 2 * r if pairs[r] == 0 else -1
+
+    def mark(self, v: int, r: int, width: int, step: int) -> list[np.ndarray]:
+        """Add ``step`` (1 or -1) to the neighbours' counts of ``v``'s registers; the counts before, per register."""
+        at = self._offsets[self._bounds[v] : self._bounds[v + 1]]
+        before = []
+        for k in range(width):
+            idx = at + (r + k)
+            old = self._flat[idx]
+            self._flat[idx] = old + step
+            before.append(old)
+        return before
 
 
 def spill_cost(analysis: Analysis, degree: np.ndarray) -> np.ndarray:

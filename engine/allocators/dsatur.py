@@ -14,71 +14,66 @@ from __future__ import annotations
 import numpy as np
 
 from engine.allocators import register
-from engine.allocators.common import lowest_free, run_with_spilling, spill_cost, too_small
+from engine.allocators.common import Occupancy, run_with_spilling, spill_cost, too_small
+
+
+#: key of a value already coloured or spilled: below any real key, however often it is raised
+_DONE = -(np.int64(1) << 62)
 
 
 class _DSatur:
-    """State of one colouring: ``blocked[r, u]`` counts u's coloured neighbours holding r.
+    """State of one colouring: an :class:`Occupancy` of the coloured values' registers.
 
-    ``key`` orders the uncoloured values (saturation, then degree) and is -1
-    for values already coloured or spilled.
+    ``key`` orders the uncoloured values: saturation (distinct registers
+    their coloured neighbours block) times ``n + 1``, plus degree; values
+    already coloured or spilled sit at ``_DONE``.
     """
 
     def __init__(self, analysis, budget, unspillable):
-        self.a, self.g, self.w = analysis, analysis.interference, analysis.widths
+        self.a, self.g, self.w = analysis, analysis.interference, analysis.widths.tolist()
         self.budget, self.unspillable = budget, unspillable
-        n = len(self.w)
-        self.base = np.full(n, -1, dtype=np.int64)
-        self.blocked = np.zeros((budget, n), dtype=np.int32)
-        self.sat = np.zeros(n, dtype=np.int64)
+        self.base = np.full(len(self.w), -1, dtype=np.int64)
+        self.occupancy = Occupancy(self.g, budget)
         self.cost = spill_cost(analysis, self.g.degree)
+        self.key = np.where(analysis.widths > 0, self.g.degree, _DONE).astype(np.int64)
         self.to_spill: list[int] = []
 
     def _mark(self, v: int, step: int) -> None:
+        """Colour (``step`` 1) or uncolour (-1) ``v``: neighbours newly (un)blocked change saturation."""
         nb = self.g.neighbors(v)
-        for r in range(self.base[v], self.base[v] + self.w[v]):
-            row = self.blocked[r]
-            before = row[nb]
-            row[nb] = before + step
-            changed = nb[before == (0 if step > 0 else 1)]
-            self.sat[changed] += step
-            self.key[changed] += step * (len(self.w) + 1) * (self.key[changed] >= 0)
-
-    def block(self, v: int) -> None:
-        self._mark(v, 1)
-
-    def unblock(self, c: int) -> None:
-        self._mark(c, -1)
+        for before in self.occupancy.mark(v, int(self.base[v]), self.w[v], step):
+            self.key[nb[before == (0 if step > 0 else 1)]] += step * (len(self.w) + 1)
 
     def colour(self, v: int) -> None:
         while True:
-            r = lowest_free(self.blocked[:, v] > 0, int(self.w[v]))
+            r = self.occupancy.lowest(v, self.w[v])
             if r >= 0:
                 self.base[v] = r
-                self.block(v)
+                self._mark(v, 1)
                 return
             c = self.victim(v)
             self.to_spill.append(c)
             if c == v:
                 return
-            self.unblock(c)
+            self._mark(c, -1)
             self.base[c] = -1
 
     def victim(self, v: int) -> int:
+        """The cheapest of ``v`` and its coloured neighbours that may be spilled (ties: lowest number)."""
         nb = self.g.neighbors(v)
-        candidates = [u for u in nb[self.base[nb] >= 0].tolist() if not self.unspillable[u]]
+        candidates = np.sort(nb[(self.base[nb] >= 0) & ~self.unspillable[nb]])
         if not self.unspillable[v]:
-            candidates.append(v)
-        if not candidates:
+            candidates = np.append(candidates, v)
+        if not len(candidates):
             raise too_small(self.a, self.budget, v)
-        return min(candidates, key=lambda u: (self.cost[u], u))
+        costs = self.cost[candidates]
+        tied = candidates[costs == costs.min()]
+        return int(tied.min())
 
     def run(self):
-        todo = int((self.w > 0).sum())
-        self.key = np.where(self.w > 0, self.g.degree, -1).astype(np.int64)
-        for _ in range(todo):
-            v = int(np.argmax(self.key))
-            self.key[v] = -1
+        for _ in range(sum(1 for w in self.w if w > 0)):
+            v = int(self.key.argmax())
+            self.key[v] = _DONE
             self.colour(v)
         return self.base, self.to_spill
 
