@@ -151,21 +151,28 @@ def _kind(ins: Instruction, labels: dict):
 def _decode(program: Program, keys_of) -> list[tuple]:
     """Each instruction as (kind, reads, writes, guard key, negated, function, extra)."""
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
-    keys = {}
-    for name in program.values:
-        keys[name] = keys_of(name)
-    functions = {}
-    code = []
+    keys = {name: keys_of(name) for name in program.values}
+    shapes, code = {}, []
     for ins in program.instructions:
-        reads = tuple((None, _immediate(op.text)) if isinstance(op, Imm) else (keys[op.name], 0) for op in ins.operands)
+        reads = tuple((None, _immediate(op.text)) if type(op) is Imm else (keys[op.name], 0) for op in ins.operands)
         writes = tuple((keys[d.name], MASKS[d.width]) for d in ins.defs)
         guard = keys[ins.guard][0] if ins.guard is not None else None
-        key = (ins.opcode, len(ins.operands), ins.operands[0] if ins.opcode == "param" and ins.operands else None)
-        if key not in functions:
-            functions[key] = _compute(ins)
-        kind, extra = _kind(ins, labels)
-        code.append((kind, reads, writes, guard, ins.guard_negated, functions[key], extra))
+        kind, fn, extra = _shape(ins, labels, shapes)
+        code.append((kind, reads, writes, guard, ins.guard_negated, fn, extra))
     return code
+
+
+def _shape(ins: Instruction, labels: dict, shapes: dict) -> tuple:
+    """(kind, function, extra) of an instruction; shared by every instruction of one opcode and arity."""
+    if ins.opcode in ("br", "cbr", "exit", "param"):
+        kind, extra = _kind(ins, labels)
+        return kind, _compute(ins), extra
+    key = (ins.opcode, len(ins.operands))
+    shape = shapes.get(key)
+    if shape is None:
+        kind, extra = _kind(ins, labels)
+        shape = shapes[key] = (kind, _compute(ins), extra)
+    return shape
 
 
 @functools.lru_cache(maxsize=4096)
@@ -205,10 +212,7 @@ class _Run:
         self.trace = Trace(executed=[0] * len(code))
 
     def load(self, space: str, addr: int, k: int, mask: int) -> int:
-        key = (space, (addr + 4 * k) & MASK64)
-        if key not in self.memory:
-            self.memory[key] = mix(self.seed, _tag(space), key[1])
-        return self.memory[key] & mask
+        return _load(self.memory, self.seed, space, addr, k) & mask
 
     def execute(self) -> Trace:
         env, code, trace = self.env, self.code, self.trace
@@ -261,6 +265,134 @@ class _Run:
         return InterpreterError(f"%{name} is read before any definition at {self._where(pc)}")
 
 
+class _Diverged(Exception):
+    """Lockstep ended: the seeds took different paths, or one run failed."""
+
+
+class _Lockstep:
+    """Several seeds through one program at once, sharing the fetch and dispatch of each instruction.
+
+    Valid while every seed takes the same path, which counted loops and
+    guards that do not branch guarantee; otherwise it stops (see :func:`run_together`).
+    """
+
+    def __init__(self, code: list, seeds, envs: list, max_steps: int):
+        self.code, self.max_steps = code, max_steps
+        self.traces = [Trace(executed=[0] * len(code)) for _ in seeds]
+        self.lanes = [(env, {}, seed, trace.stores) for env, seed, trace in zip(envs, seeds, self.traces)]
+
+    def _jump(self, pc: int, kind: int, reads, guard, negated, extra) -> int:
+        targets = set()
+        for env, _, _, _ in self.lanes:
+            if guard is not None and bool(env[guard]) == negated:
+                targets.add(pc + 1)
+            elif kind == CBRANCH:
+                targets.add(extra[0] if env[reads[0][0][0]] else extra[1])
+            else:
+                targets.add(len(self.code) if kind == EXIT else extra)
+        if len(targets) > 1:
+            raise _Diverged
+        return targets.pop()
+
+    def execute(self) -> list[Trace]:
+        code, lanes, executed = self.code, self.lanes, self.traces[0].executed
+        pc, n, steps, limit = 0, len(code), 0, self.max_steps
+        while pc < n:
+            kind, reads, writes, guard, negated, fn, extra = code[pc]
+            steps += 1
+            if steps > limit:
+                raise _Diverged
+            executed[pc] += 1
+            if kind >= BRANCH:
+                pc = self._jump(pc, kind, reads, guard, negated, extra)
+                continue
+            for env, memory, seed, stores in lanes:
+                if guard is not None and bool(env[guard]) == negated:
+                    continue
+                ops = [imm if keys is None else (env[keys[0]] if len(keys) == 1 else env[keys[0]] | env[keys[1]] << 32)
+                       for keys, imm in reads]
+                if kind == STORE:
+                    addr = sum(ops[:-1]) & MASK64
+                    memory[(extra, addr)] = ops[-1]
+                    if extra != "local":
+                        stores.append((extra, addr, ops[-1]))
+                    continue
+                for k, (keys, mask) in enumerate(writes):
+                    if kind == LOAD:
+                        value = _load(memory, seed, extra, sum(ops) & MASK64, k) & mask
+                    else:
+                        value = fn(ops, k, seed) & mask
+                    env[keys[0]] = value & MASK32
+                    if len(keys) == 2:
+                        env[keys[1]] = value >> 32
+            pc += 1
+        for trace in self.traces:
+            trace.steps, trace.executed = steps, executed
+        return self.traces
+
+
+def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
+    key = (space, (addr + 4 * k) & MASK64)
+    if key not in memory:
+        memory[key] = mix(seed, _tag(space), key[1])
+    return memory[key]
+
+
+def _prepared(program: Program, registers: dict | None) -> list:
+    """The decoded program for virtual (``registers`` None) or physical registers, memoized on it."""
+    if registers is None:
+        if "decoded" not in program.cache:
+            program.cache["decoded"] = _decode(program, _virtual_keys(program))
+        return program.cache["decoded"]
+    cached = program.cache.get("decoded-physical")
+    if cached is None or cached[0] is not registers:
+        cached = program.cache["decoded-physical"] = (registers, _decode(program, _physical_keys(program, registers)))
+    return cached[1]
+
+
+def _initial_env(seed: int, registers: dict | None) -> dict:
+    """Nothing for virtual registers; seed-dependent garbage in every physical register."""
+    if registers is None:
+        return {}
+    top = max((r for regs in registers.values() for r in regs), default=-1) + 1
+    return {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
+
+
+@paused_gc
+def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000) -> bool:
+    """Run several seeds in lockstep and memoize their traces for :func:`run`; False where that could not be done.
+
+    The traces are exactly those single runs would give. When the seeds
+    take different paths or a run fails (an undefined value, the step
+    limit), nothing is memoized and :func:`run` later runs each seed alone,
+    reporting its own error.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:i32 = ld.global %pa, 0\\n"
+    ...           "  st.global %pa, 4, %x\\n  exit\\n")
+    >>> run_together(p, (0, 1)), run(p, 1).stores == _Run(p, _prepared(p, None), 1, {}, 100).execute().stores
+    (True, True)
+    """
+    memo = program.cache.setdefault("traces", {})
+    todo = [s for s in dict.fromkeys(seeds) if not _memoized(memo, (s, max_steps, id(registers)), registers)]
+    if len(todo) < 2:
+        return True
+    code = _prepared(program, registers)
+    try:
+        traces = _Lockstep(code, todo, [_initial_env(s, registers) for s in todo], max_steps).execute()
+    except (_Diverged, KeyError, InterpreterError):
+        return False
+    for seed, trace in zip(todo, traces):
+        memo[(seed, max_steps, id(registers))] = (registers, trace)
+    return True
+
+
+def _memoized(memo: dict, key, registers) -> bool:
+    return key in memo and memo[key][0] is registers
+
+
 @paused_gc
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
@@ -276,19 +408,9 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     """
     memo = program.cache.setdefault("traces", {})
     key = (seed, max_steps, id(registers))
-    if key in memo and memo[key][0] is registers:
+    if _memoized(memo, key, registers):
         return memo[key][1]
-    if registers is None:
-        if "decoded" not in program.cache:
-            program.cache["decoded"] = _decode(program, _virtual_keys(program))
-        code, env = program.cache["decoded"], {}
-    else:
-        cached = program.cache.get("decoded-physical")
-        if cached is None or cached[0] is not registers:
-            cached = program.cache["decoded-physical"] = (registers, _decode(program, _physical_keys(program, registers)))
-        code = cached[1]
-        top = max((r for regs in registers.values() for r in regs), default=-1) + 1
-        env = {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
-    trace = _Run(program, code, seed, env, max_steps).execute()
+    code = _prepared(program, registers)
+    trace = _Run(program, code, seed, _initial_env(seed, registers), max_steps).execute()
     memo[key] = (registers, trace)
     return trace

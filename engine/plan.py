@@ -23,13 +23,15 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
 from engine.gcpause import paused_gc
 from engine.interp import run
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
-from engine.spill import spill_code_of
+from engine.spill import spill_code_of, unspilled
 from engine.verify import static_conflicts
 
 FORMAT = "regtune-plan"
@@ -93,8 +95,8 @@ def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
 def predict(plan: Plan, execute: bool = True) -> dict:
     """The plan's predicted figures (computed, never copied).
 
-    With ``execute``, ``spill_*_executed`` count the spill instructions the
-    interpreter runs on seed 0 (see :func:`execution_figures`).
+    With ``execute``, ``spill_*_executed`` count the spill instructions run
+    on seed 0 (see :func:`execution_figures`).
     """
     analysis = analyze(plan.program)
     stores, loads = _spill_instructions(plan)
@@ -120,14 +122,24 @@ def _banks(plan: Plan) -> dict:
 
 
 def execution_figures(plan: Plan) -> dict:
-    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish."""
+    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish.
+
+    Spill code adds no branch, so each spill instruction runs as often as
+    its block: the block counts come from the interpreter's run of the
+    program without spill code (shared by every plan of one program, and the
+    path a correct plan takes; a plan that fails verification takes another
+    and its figures say where its spill code would run on the correct path).
+    """
     stores, loads = _spill_instructions(plan)
+    original = unspilled(plan.program, plan.spills)
     try:
-        executed = run(plan.program, 0, registers=plan.assignment).executed
+        executed = run(original, 0).executed
     except InterpreterError as exc:
         return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
-    return {"spill_stores_executed": sum(executed[i] for i in stores),
-            "spill_loads_executed": sum(executed[i] for i in loads)}
+    visits = [executed[i] if i < len(executed) else 0 for i in original.block_starts]
+    block_of = np.repeat(np.arange(len(visits)), [len(b.instructions) for b in plan.program.blocks])
+    return {"spill_stores_executed": int(sum(visits[b] for b in block_of[stores].tolist())),
+            "spill_loads_executed": int(sum(visits[b] for b in block_of[loads].tolist()))}
 
 
 def plan_to_dict(plan: Plan) -> dict:

@@ -149,6 +149,25 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
     return indices, origin
 
 
+def unspilled(program: Program, spills: dict[str, int]) -> Program:
+    """The program before spill code was inserted for ``spills``.
+
+    That is the allocator's own input where it recorded one with
+    :func:`record_unspilled` for exactly these spills (the module invariant
+    makes it equal to :func:`remove_spill_code`'s result, which is computed
+    otherwise).
+    """
+    known = program.cache.get("unspilled")
+    if known is not None and known[0] == spills:
+        return known[1]
+    return remove_spill_code(program, spills)
+
+
+def record_unspilled(program: Program, spills: dict[str, int], original: Program) -> None:
+    """Note on ``program`` that ``original`` is what it was before the spill code for ``spills``."""
+    program.cache["unspilled"] = (dict(spills), original)
+
+
 @paused_gc
 def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
     """The program before spill code was inserted for ``spills``."""

@@ -31,11 +31,11 @@ import numpy as np
 
 from engine.errors import VerificationError
 from engine.gcpause import paused_gc
-from engine.interp import run
+from engine.interp import run, run_together
 from engine.ir import Program
 from engine.interference import overlapping_pairs
 from engine.liveness import Analysis, analyze
-from engine.spill import remove_spill_code, spill_code_of
+from engine.spill import spill_code_of, unspilled
 
 
 @dataclass(frozen=True, order=True)
@@ -141,10 +141,17 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     return sorted(found)
 
 
+#: the random inputs a plan is verified on
+SEEDS = (0, 1, 2)
+
+
 @paused_gc
-def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0, 1, 2),
+def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
                      max_steps: int = 2_000_000) -> int:
     """Run original and allocated programs on random inputs; return the stores compared.
+
+    The seeds run in lockstep through each program where their paths agree
+    (see :func:`engine.interp.run_together`), one by one otherwise.
 
     Raises
     ------
@@ -153,7 +160,9 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=(0,
     InterpreterError
         when a run reads an undefined value or exceeds ``max_steps``.
     """
-    original = remove_spill_code(program, spills)
+    original = unspilled(program, spills)
+    run_together(original, seeds, None, max_steps)
+    run_together(program, seeds, assignment, max_steps)
     compared = 0
     for seed in seeds:
         want = reference_stores(original, seed, max_steps)

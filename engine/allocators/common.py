@@ -14,7 +14,7 @@ import numpy as np
 from engine.errors import AllocationError
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan, predict
-from engine.spill import first_free_slot, insert_spill_code
+from engine.spill import first_free_slot, insert_spill_code, record_unspilled
 
 
 class Occupancy:
@@ -83,7 +83,7 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
 
 def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, execute: bool = True) -> Plan:
     """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
-    spills: dict[str, int] = {}
+    original, spills = program, {}
     unspillable: set[str] = set()
     slot = None
     while True:
@@ -101,6 +101,8 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
         spills.update(new)
         unspillable |= set(new) | (set(program.values) - old)
         analysis = analyze(program)
+    if spills:
+        record_unspilled(program, spills, original)
     plan = Plan(program, _assignment(analysis, base), spills, budget, name)
     return plan.with_(predicted=predict(plan, execute))
 
