@@ -43,13 +43,11 @@ class Interference:
     Attributes
     ----------
     names, widths : as in the analysis (predicates have no edges)
-    edges : (E, 2) array of value numbers, each row u < v, each pair once (rows unordered)
     indptr, indices : CSR adjacency, both directions (neighbours unsorted)
     """
 
     names: tuple[str, ...]
     widths: np.ndarray
-    edges: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
 
@@ -61,9 +59,16 @@ class Interference:
     def degree(self) -> np.ndarray:
         return np.diff(self.indptr)
 
+    @cached_property
+    def edges(self) -> np.ndarray:
+        """(E, 2) array of value numbers, each row u < v, each pair once."""
+        row = np.repeat(np.arange(len(self.names)), self.degree)
+        up = row < self.indices
+        return np.stack([row[up], self.indices[up]], axis=1)
+
     @property
     def n_edges(self) -> int:
-        return len(self.edges)
+        return len(self.indices) // 2
 
     @cached_property
     def graph(self) -> nx.Graph:
@@ -89,12 +94,19 @@ def overlapping_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     """
     order = np.argsort(starts, kind="stable")
     s, e = starts[order], ends[order]
-    k = np.arange(len(s))
     hi = np.searchsorted(s, e, side="right")
-    counts = np.maximum(hi - k - 1, 0)
-    src = np.repeat(k, counts)
-    first = np.repeat(np.cumsum(counts) - counts, counts)
-    dst = np.arange(counts.sum()) - first + src + 1
+    counts = np.maximum(hi - np.arange(1, len(s) + 1), 0)
+    total = int(counts.sum())
+    src = np.repeat(np.arange(len(s)), counts)
+    # dst runs src+1, src+2, ... within each source's block: a cumulative sum of ones that jumps at each block
+    active = np.flatnonzero(counts)
+    c = counts[active]
+    block = np.cumsum(c) - c
+    step = np.ones(total, dtype=np.intp)
+    if total:
+        step[block] = active + 1
+        step[block[1:]] -= active[:-1] + c[:-1]
+    dst = np.cumsum(step)
     return order[src], order[dst]
 
 
@@ -105,26 +117,31 @@ def build_interference(analysis) -> Interference:
     seg_value = analysis.seg_value[keep]
     i, j = overlapping_pairs(analysis.seg_start[keep], analysis.seg_end[keep])
     u, v = seg_value[i], seg_value[j]
+    several = np.bincount(seg_value, minlength=n) > 1
+    if several.any():  # only a value with several segments can meet itself or another value twice
+        u, v = _distinct_pairs(n, u, v, several)
+    return _csr(analysis.names, analysis.widths, u, v)
+
+
+def _distinct_pairs(n: int, u: np.ndarray, v: np.ndarray, several: np.ndarray):
     distinct = u != v
     lo, hi = np.minimum(u, v)[distinct], np.maximum(u, v)[distinct]
-    # Only a value with several segments can meet another value twice.
-    several = np.bincount(seg_value, minlength=n) > 1
     maybe_twice = several[lo] | several[hi]
-    codes = np.sort(lo[maybe_twice] * n + hi[maybe_twice])
+    codes = np.sort(lo[maybe_twice].astype(np.int64) * n + hi[maybe_twice])
     codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
-    lo = np.concatenate([lo[~maybe_twice], codes // n]) if n else lo
-    hi = np.concatenate([hi[~maybe_twice], codes % n]) if n else hi
-    return _csr(analysis.names, analysis.widths, np.stack([lo, hi], axis=1))
+    return (np.concatenate([lo[~maybe_twice], (codes // n).astype(lo.dtype)]),
+            np.concatenate([hi[~maybe_twice], (codes % n).astype(hi.dtype)]))
 
 
-def _csr(names, widths, edges) -> Interference:
+def _csr(names, widths, u: np.ndarray, v: np.ndarray) -> Interference:
+    """CSR adjacency from each edge once as (u, v)."""
     n = len(names)
-    src = np.concatenate([edges[:, 0], edges[:, 1]])
-    dst = np.concatenate([edges[:, 1], edges[:, 0]])
+    src = np.concatenate([u, v])
+    dst = np.concatenate([v, u])
     order = np.argsort(src.astype(np.uint16) if n < 1 << 16 else src, kind="stable")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return Interference(names, widths, edges, indptr, dst[order])
+    return Interference(names, widths, indptr, dst[order])
 
 
 def build_interference_all_pairs(analysis) -> Interference:
@@ -140,4 +157,4 @@ def build_interference_all_pairs(analysis) -> Interference:
             masks[v] |= ((1 << (e - s + 1)) - 1) << s
     pairs = [(a, b) for a in range(n) if masks[a] for b in range(a + 1, n) if masks[a] & masks[b]]
     edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return _csr(analysis.names, analysis.widths, edges)
+    return _csr(analysis.names, analysis.widths, edges[:, 0], edges[:, 1])

@@ -29,12 +29,13 @@ def _squeeze(g, w, budget):
     A 32-bit value's squeeze is its neighbours' total width minus the budget;
     a pair's is its neighbour count minus the pairs available.
     """
-    n = len(w)
-    wsum = (np.bincount(g.edges[:, 0], weights=w[g.edges[:, 1]], minlength=n)
-            + np.bincount(g.edges[:, 1], weights=w[g.edges[:, 0]], minlength=n)).astype(np.int64)
-    key = np.where(w == 1, wsum - budget, g.degree - budget // 2)
-    row = np.repeat(np.arange(n), g.degree)
-    return key, np.where(w[g.indices] == 1, w[row], 1)
+    deg = g.degree
+    neighbour_width = w[g.indices]
+    total = np.zeros(len(neighbour_width) + 1, dtype=np.int64)
+    np.cumsum(neighbour_width, out=total[1:])
+    wsum = total[g.indptr[1:]] - total[g.indptr[:-1]]
+    key = np.where(w == 1, wsum - budget, deg - budget // 2)
+    return key, np.where(neighbour_width == 1, np.repeat(w, deg), 1)
 
 
 def _simplify(analysis, budget, unspillable) -> list[int]:

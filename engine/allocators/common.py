@@ -38,7 +38,8 @@ class Occupancy:
 
     def __init__(self, graph, budget: int):
         self.budget = budget
-        self.count = np.zeros((len(graph.widths), budget + 2), dtype=np.int32)
+        narrow = graph.degree.max(initial=0) < 1 << 15  # a count never exceeds the degree
+        self.count = np.zeros((len(graph.widths), budget + 2), dtype=np.int16 if narrow else np.int32)
         self.count[:, budget:] = 1
         self._flat = self.count.reshape(-1)
         self._offsets = graph.indices * (budget + 2)
@@ -96,8 +97,10 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
         for v in sorted(to_spill):
             new[analysis.names[v]] = slot
             slot += 1
-        old = set(program.values)
+        old, previous = set(program.values), program
         program = insert_spill_code(program, new)
+        if previous is not original:  # a round's own program: free its analysis and graph now, not at the next GC
+            previous.cache.clear()
         spills.update(new)
         unspillable |= set(new) | (set(program.values) - old)
         analysis = analyze(program)
