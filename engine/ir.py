@@ -68,6 +68,19 @@ class Value:
     def __post_init__(self):
         object.__setattr__(self, "width", WIDTHS[self.type])
 
+    @classmethod
+    def make(cls, name: str, type_: str) -> Value:
+        """``Value(name, type_)`` built without the frozen-dataclass set-up (for code that builds many).
+
+        Examples
+        --------
+        >>> Value.make("x", "u64") == Value("x", "u64"), Value.make("x", "u64").width
+        (True, 2)
+        """
+        value = object.__new__(cls)
+        value.__dict__.update(name=name, type=type_, width=WIDTHS[type_])
+        return value
+
     def __str__(self) -> str:
         return f"%{self.name}:{self.type}"
 
@@ -120,8 +133,23 @@ class Instruction:
     uses: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        names = tuple(op.name for op in self.operands if type(op) is Use)
-        object.__setattr__(self, "uses", names + (self.guard,) if self.guard is not None else names)
+        object.__setattr__(self, "uses", _uses(self.operands, self.guard))
+
+    @classmethod
+    def make(cls, opcode: str, defs: tuple = (), operands: tuple = (), guard: str | None = None,
+             guard_negated: bool = False, phase: str | None = None) -> Instruction:
+        """The instruction the constructor builds, without the frozen-dataclass set-up (for code that builds many).
+
+        Examples
+        --------
+        >>> args = ("fma", (Value("a", "f32"),), (Use("b"), Use("c"), Use("a")), "p", True, "mma")
+        >>> Instruction.make(*args) == Instruction(*args), Instruction.make(*args).uses
+        (True, ('b', 'c', 'a', 'p'))
+        """
+        ins = object.__new__(cls)
+        ins.__dict__.update(opcode=opcode, defs=defs, operands=operands, guard=guard, guard_negated=guard_negated,
+                            phase=phase, uses=_uses(operands, guard))
+        return ins
 
     @property
     def is_terminator(self) -> bool:
@@ -145,6 +173,11 @@ class Instruction:
         if self.defs:
             text = ", ".join(str(d) for d in self.defs) + " = " + text
         return text
+
+
+def _uses(operands: tuple, guard: str | None) -> tuple[str, ...]:
+    names = tuple(op.name for op in operands if type(op) is Use)
+    return names + (guard,) if guard is not None else names
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ True
 
 from __future__ import annotations
 
+import functools
+
 from engine.gcpause import paused_gc
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
 
@@ -47,11 +49,16 @@ def reload_name(value: str, k: int) -> str:
 
 
 def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction("st.local", (), (Imm(str(slot)), Use(value.name)), phase=phase)
+    return Instruction.make("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
 
 
 def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction("ld.local", (Value(name, type_),), (Imm(str(slot)),), phase=phase)
+    return Instruction.make("ld.local", (Value.make(name, type_),), (_slot(slot),), phase=phase)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _slot(slot: int) -> Imm:
+    return Imm(str(slot))
 
 
 @paused_gc
@@ -98,12 +105,12 @@ def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> li
         operands = tuple(Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands)
     defs, after = ins.defs, []
     if written:
-        defs = tuple(Value(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
+        defs = tuple(Value.make(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
         spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
         if ins.guard is not None:
             before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
         after = [_store(d, slot, ins.phase) for d, slot in spilled]
-    return before + [Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)] + after
+    return before + [Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)] + after
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
