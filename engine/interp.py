@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import InterpreterError
 from engine.gcpause import paused_gc
-from engine.ir import Imm, Instruction, Program
+from engine.ir import Imm, Instruction, Program, Use
 
 MASK32 = 0xFFFFFFFF
 MASK64 = (1 << 64) - 1
@@ -56,7 +56,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
-OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(6)
+NARROW, LOCAL_LOAD, LOCAL_STORE, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(9)
 
 
 def mix(*words: int) -> int:
@@ -148,18 +148,64 @@ def _kind(ins: Instruction, labels: dict):
     return OP, None
 
 
-def _decode(program: Program, keys_of) -> list[tuple]:
-    """Each instruction as (kind, reads, writes, guard key, negated, function, extra)."""
+def _decode(program: Program, keys_of) -> tuple[list[tuple], dict]:
+    """Each instruction as (kind, reads, writes, guard key, negated, function, extra), and the constants.
+
+    A read is one register key, or a pair of keys for a 64-bit value; an
+    immediate is read from a constant key (``"#bits"``) that every run
+    starts with, so reading never branches on the operand's kind. An
+    operation whose operands and results are all single words is of kind
+    ``NARROW`` and takes the interpreter's shortest path.
+    """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
     keys = {name: keys_of(name) for name in program.values}
-    shapes, code = {}, []
+    shapes, constants, code = {}, {}, []
     for ins in program.instructions:
-        reads = tuple((None, _immediate(op.text)) if type(op) is Imm else (keys[op.name], 0) for op in ins.operands)
-        writes = tuple((keys[d.name], MASKS[d.width]) for d in ins.defs)
         guard = keys[ins.guard][0] if ins.guard is not None else None
-        kind, fn, extra = _shape(ins, labels, shapes)
-        code.append((kind, reads, writes, guard, ins.guard_negated, fn, extra))
-    return code
+        entry = _spill_entry(ins, keys, guard) if ins.opcode in _SPILL_OPCODES else None
+        code.append(entry or _entry(ins, keys, guard, labels, shapes, constants))
+    return code, constants
+
+
+_SPILL_OPCODES = frozenset({"ld.local", "st.local"})
+
+
+def _entry(ins: Instruction, keys: dict, guard, labels: dict, shapes: dict, constants: dict) -> tuple:
+    reads = tuple(_constant(op.text, constants) if type(op) is Imm else _key(keys[op.name]) for op in ins.operands)
+    writes = tuple((keys[d.name], MASKS[d.width]) for d in ins.defs)
+    kind, fn, extra = _shape(ins, labels, shapes)
+    if kind == OP and all(type(r) is not tuple for r in reads) and all(len(k) == 1 for k, _ in writes):
+        kind, writes = NARROW, tuple((k[0], mask) for k, mask in writes)
+    return kind, reads, writes, guard, ins.guard_negated, fn, extra
+
+
+def _spill_entry(ins: Instruction, keys: dict, guard) -> tuple | None:
+    """A spill store (constant slot, one-word value) or reload (constant slot, one-word result); None otherwise.
+
+    Its memory key is fixed at decode time.
+    """
+    operands = ins.operands
+    if not operands or type(operands[0]) is not Imm:
+        return None
+    where = ("local", _immediate(operands[0].text) & MASK64)
+    if ins.opcode == "st.local" and len(operands) == 2 and type(operands[1]) is Use:
+        value = keys[operands[1].name]
+        return (LOCAL_STORE, (None, value[0]), (), guard, ins.guard_negated, None, where) if len(value) == 1 else None
+    if ins.opcode == "ld.local" and len(operands) == 1 and len(ins.defs) == 1 and ins.defs[0].width < 2:
+        d = ins.defs[0]
+        return LOCAL_LOAD, (), (), guard, ins.guard_negated, None, (where, keys[d.name][0], MASKS[d.width])
+    return None
+
+
+def _key(keys: tuple):
+    return keys[0] if len(keys) == 1 else keys
+
+
+def _constant(text: str, constants: dict) -> str:
+    bits = _immediate(text)
+    key = f"#{bits}"
+    constants[key] = bits
+    return key
 
 
 def _shape(ins: Instruction, labels: dict, shapes: dict) -> tuple:
@@ -203,21 +249,35 @@ def _physical_keys(program: Program, assignment: dict):
     return keys_of
 
 
+class _Diverged(Exception):
+    """Lockstep ended: the seeds took different paths."""
+
+
 class _Run:
-    """One execution: registers, memory, trace."""
+    """Seeds run in lockstep through one decoded program: registers, memory and trace per seed.
 
-    def __init__(self, program: Program, code: list, seed: int, env: dict, max_steps: int):
-        self.program, self.code, self.seed, self.env, self.max_steps = program, code, seed, env, max_steps
-        self.memory: dict[tuple[str, int], int] = {}
-        self.trace = Trace(executed=[0] * len(code))
+    One seed is an ordinary run. Several share the fetch and dispatch of
+    each instruction while they take the same path; a branch that sends
+    them apart raises :class:`_Diverged` (see :func:`run_together`).
+    """
 
-    def load(self, space: str, addr: int, k: int, mask: int) -> int:
-        return _load(self.memory, self.seed, space, addr, k) & mask
+    def __init__(self, program: Program, prepared: tuple, seeds, registers: dict | None, max_steps: int):
+        self.program, self.max_steps = program, max_steps
+        self.code, constants = prepared
+        self.traces = [Trace(executed=[0] * len(self.code)) for _ in seeds]
+        self.lanes = [({**_initial_env(seed, registers), **constants}, {}, seed, trace.stores)
+                      for seed, trace in zip(seeds, self.traces)]
 
-    def execute(self) -> Trace:
-        env, code, trace = self.env, self.code, self.trace
-        executed, stores = trace.executed, trace.stores
-        pc, n, steps, limit, seed = 0, len(code), 0, self.max_steps, self.seed
+    def execute(self) -> list[Trace]:
+        executed = self.traces[0].executed
+        steps = self._loop(executed)
+        for trace in self.traces:
+            trace.steps, trace.executed = steps, executed
+        return self.traces
+
+    def _loop(self, executed: list) -> int:
+        code, lanes = self.code, self.lanes
+        pc, n, steps, limit = 0, len(code), 0, self.max_steps
         try:
             while pc < n:
                 kind, reads, writes, guard, negated, fn, extra = code[pc]
@@ -225,61 +285,42 @@ class _Run:
                 if steps > limit:
                     raise InterpreterError(f"step limit of {limit} instructions reached at {self._where(pc)}")
                 executed[pc] += 1
-                if guard is not None and bool(env[guard]) == negated:
-                    pc += 1
+                if kind >= BRANCH:
+                    pc = self._jump(pc, kind, reads, guard, negated, extra)
                     continue
-                if kind == EXIT:
-                    break
-                if kind == BRANCH:
-                    pc = extra
-                    continue
-                ops = [imm if keys is None else (env[keys[0]] if len(keys) == 1 else env[keys[0]] | env[keys[1]] << 32)
-                       for keys, imm in reads]
-                if kind == CBRANCH:
-                    pc = extra[0] if ops[0] else extra[1]
-                    continue
-                if kind == STORE:
-                    addr = sum(ops[:-1]) & MASK64
-                    self.memory[(extra, addr)] = ops[-1]
-                    if extra != "local":
-                        stores.append((extra, addr, ops[-1]))
-                else:
+                for env, memory, seed, stores in lanes:
+                    if guard is not None and bool(env[guard]) == negated:
+                        continue
+                    if kind == NARROW:
+                        ops = [env[k] for k in reads]
+                        for k, (key, mask) in enumerate(writes):
+                            env[key] = fn(ops, k, seed) & mask
+                        continue
+                    if kind == LOCAL_LOAD:
+                        where, key, mask = extra
+                        value = memory.get(where)
+                        env[key] = (value if value is not None else _load(memory, seed, "local", where[1], 0)) & mask
+                        continue
+                    if kind == LOCAL_STORE:
+                        memory[extra] = env[reads[1]]
+                        continue
+                    ops = [env[k] if type(k) is not tuple else env[k[0]] | env[k[1]] << 32 for k in reads]
+                    if kind == STORE:
+                        addr = sum(ops[:-1]) & MASK64
+                        memory[(extra, addr)] = ops[-1]
+                        if extra != "local":
+                            stores.append((extra, addr, ops[-1]))
+                        continue
                     for k, (keys, mask) in enumerate(writes):
-                        value = (self.load(extra, sum(ops) & MASK64, k, mask) if kind == LOAD else fn(ops, k, seed)) & mask
+                        value = (_load(memory, seed, extra, sum(ops) & MASK64, k) if kind == LOAD
+                                 else fn(ops, k, seed)) & mask
                         env[keys[0]] = value & MASK32
                         if len(keys) == 2:
                             env[keys[1]] = value >> 32
                 pc += 1
         except KeyError:
             raise self.undefined(pc) from None
-        trace.steps = steps
-        return trace
-
-    def _where(self, pc: int) -> str:
-        return f"instruction {pc} ({self.program.instructions[pc]})"
-
-    def undefined(self, pc: int) -> InterpreterError:
-        ins = self.program.instructions[pc]
-        missing = [u for u in ins.uses if f"{u}#0" not in self.env]
-        name = missing[0] if missing else "?"
-        return InterpreterError(f"%{name} is read before any definition at {self._where(pc)}")
-
-
-class _Diverged(Exception):
-    """Lockstep ended: the seeds took different paths, or one run failed."""
-
-
-class _Lockstep:
-    """Several seeds through one program at once, sharing the fetch and dispatch of each instruction.
-
-    Valid while every seed takes the same path, which counted loops and
-    guards that do not branch guarantee; otherwise it stops (see :func:`run_together`).
-    """
-
-    def __init__(self, code: list, seeds, envs: list, max_steps: int):
-        self.code, self.max_steps = code, max_steps
-        self.traces = [Trace(executed=[0] * len(code)) for _ in seeds]
-        self.lanes = [(env, {}, seed, trace.stores) for env, seed, trace in zip(envs, seeds, self.traces)]
+        return steps
 
     def _jump(self, pc: int, kind: int, reads, guard, negated, extra) -> int:
         targets = set()
@@ -287,48 +328,22 @@ class _Lockstep:
             if guard is not None and bool(env[guard]) == negated:
                 targets.add(pc + 1)
             elif kind == CBRANCH:
-                targets.add(extra[0] if env[reads[0][0][0]] else extra[1])
+                targets.add(extra[0] if env[reads[0]] else extra[1])
             else:
                 targets.add(len(self.code) if kind == EXIT else extra)
         if len(targets) > 1:
             raise _Diverged
         return targets.pop()
 
-    def execute(self) -> list[Trace]:
-        code, lanes, executed = self.code, self.lanes, self.traces[0].executed
-        pc, n, steps, limit = 0, len(code), 0, self.max_steps
-        while pc < n:
-            kind, reads, writes, guard, negated, fn, extra = code[pc]
-            steps += 1
-            if steps > limit:
-                raise _Diverged
-            executed[pc] += 1
-            if kind >= BRANCH:
-                pc = self._jump(pc, kind, reads, guard, negated, extra)
-                continue
-            for env, memory, seed, stores in lanes:
-                if guard is not None and bool(env[guard]) == negated:
-                    continue
-                ops = [imm if keys is None else (env[keys[0]] if len(keys) == 1 else env[keys[0]] | env[keys[1]] << 32)
-                       for keys, imm in reads]
-                if kind == STORE:
-                    addr = sum(ops[:-1]) & MASK64
-                    memory[(extra, addr)] = ops[-1]
-                    if extra != "local":
-                        stores.append((extra, addr, ops[-1]))
-                    continue
-                for k, (keys, mask) in enumerate(writes):
-                    if kind == LOAD:
-                        value = _load(memory, seed, extra, sum(ops) & MASK64, k) & mask
-                    else:
-                        value = fn(ops, k, seed) & mask
-                    env[keys[0]] = value & MASK32
-                    if len(keys) == 2:
-                        env[keys[1]] = value >> 32
-            pc += 1
-        for trace in self.traces:
-            trace.steps, trace.executed = steps, executed
-        return self.traces
+    def _where(self, pc: int) -> str:
+        return f"instruction {pc} ({self.program.instructions[pc]})"
+
+    def undefined(self, pc: int) -> InterpreterError:
+        ins = self.program.instructions[pc]
+        env = self.lanes[0][0]
+        missing = [u for u in ins.uses if f"{u}#0" not in env]
+        name = missing[0] if missing else "?"
+        return InterpreterError(f"%{name} is read before any definition at {self._where(pc)}")
 
 
 def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
@@ -338,7 +353,7 @@ def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
     return memory[key]
 
 
-def _prepared(program: Program, registers: dict | None) -> list:
+def _prepared(program: Program, registers: dict | None) -> tuple:
     """The decoded program for virtual (``registers`` None) or physical registers, memoized on it."""
     if registers is None:
         if "decoded" not in program.cache:
@@ -372,17 +387,16 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
     >>> from engine.ir import parse
     >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:i32 = ld.global %pa, 0\\n"
     ...           "  st.global %pa, 4, %x\\n  exit\\n")
-    >>> run_together(p, (0, 1)), run(p, 1).stores == _Run(p, _prepared(p, None), 1, {}, 100).execute().stores
+    >>> run_together(p, (0, 1)), run(p, 1).stores == _Run(p, _prepared(p, None), (1,), None, 100).execute()[0].stores
     (True, True)
     """
     memo = program.cache.setdefault("traces", {})
     todo = [s for s in dict.fromkeys(seeds) if not _memoized(memo, (s, max_steps, id(registers)), registers)]
     if len(todo) < 2:
         return True
-    code = _prepared(program, registers)
     try:
-        traces = _Lockstep(code, todo, [_initial_env(s, registers) for s in todo], max_steps).execute()
-    except (_Diverged, KeyError, InterpreterError):
+        traces = _Run(program, _prepared(program, registers), todo, registers, max_steps).execute()
+    except (_Diverged, InterpreterError):
         return False
     for seed, trace in zip(todo, traces):
         memo[(seed, max_steps, id(registers))] = (registers, trace)
@@ -410,7 +424,6 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     key = (seed, max_steps, id(registers))
     if _memoized(memo, key, registers):
         return memo[key][1]
-    code = _prepared(program, registers)
-    trace = _Run(program, code, seed, _initial_env(seed, registers), max_steps).execute()
+    trace = _Run(program, _prepared(program, registers), (seed,), registers, max_steps).execute()[0]
     memo[key] = (registers, trace)
     return trace
