@@ -153,18 +153,24 @@ def _block_sets(program: Program, index: dict[str, int]):
     """Upward-exposed uses and killed values of each block, as bit sets."""
     gen, kill = [], []
     for b in program.blocks:
-        g = k = 0
+        g, k = set(), set()
         for ins in reversed(b.instructions):
-            for d in ins.defs:
-                bit = 1 << index[d.name]
-                if ins.guard is None:
-                    g &= ~bit
-                    k |= bit
-            for u in ins.uses:
-                g |= 1 << index[u]
-        gen.append(g)
-        kill.append(k)
+            if ins.guard is None:
+                for d in ins.defs:
+                    v = index[d.name]
+                    g.discard(v)
+                    k.add(v)
+            g.update(map(index.__getitem__, ins.uses))
+        gen.append(_bitset(g, len(index)))
+        kill.append(_bitset(k, len(index)))
     return gen, kill
+
+
+def _bitset(members: set, size: int) -> int:
+    """The integer whose bit ``v`` is set for each ``v`` in ``members``."""
+    mask = np.zeros(max(size, 1), dtype=bool)
+    mask[np.fromiter(members, dtype=np.int64, count=len(members))] = True
+    return int.from_bytes(np.packbits(mask, bitorder="little").tobytes(), "little")
 
 
 def block_liveness(program: Program, index: dict[str, int]) -> tuple[list[int], list[int]]:
@@ -193,23 +199,26 @@ def _bits(x: int):
         x ^= low
 
 
-def _block_segments(program: Program, index, live_out, segs) -> None:
-    """Walk each block backwards, closing a segment at each killing definition."""
-    for b, first in zip(range(len(program.blocks)), program.block_starts):
-        block = program.blocks[b]
-        last = first + len(block.instructions) - 1
-        open_end = {v: 2 * last + 1 for v in _bits(live_out[b])}
-        for i in range(last, first - 1, -1):
-            ins = block.instructions[i - first]
+def _block_segments(program: Program, index, live_out) -> np.ndarray:
+    """Walk each block backwards, closing a segment at each killing definition; rows (value, start, end)."""
+    flat: list[int] = []
+    add = flat.extend
+    for block, first, out in zip(program.blocks, program.block_starts, live_out):
+        pos = 2 * (first + len(block.instructions)) - 1
+        open_end = dict.fromkeys(_bits(out), pos)
+        for ins in reversed(block.instructions):
             for d in ins.defs:
                 v = index[d.name]
                 if v not in open_end:
-                    segs.append((v, 2 * i + 1, 2 * i + 1))
+                    add((v, pos, pos))
                 elif ins.guard is None:
-                    segs.append((v, 2 * i + 1, open_end.pop(v)))
+                    add((v, pos, open_end.pop(v)))
             for u in ins.uses:
-                open_end.setdefault(index[u], 2 * i)
-        segs.extend((v, 2 * first, e) for v, e in open_end.items())
+                open_end.setdefault(index[u], pos - 1)
+            pos -= 2
+        for v, e in open_end.items():
+            add((v, 2 * first, e))
+    return np.array(flat, dtype=np.int64).reshape(-1, 3)
 
 
 def loop_depths(program: Program) -> np.ndarray:
@@ -254,9 +263,7 @@ def _analyze(program: Program) -> Analysis:
     index = {n: i for i, n in enumerate(names)}
     widths = np.array([program.values[n].width for n in names], dtype=np.int64)
     live_in, live_out = block_liveness(program, index)
-    segs: list[tuple[int, int, int]] = []
-    _block_segments(program, index, live_out, segs)
-    seg_value, seg_start, seg_end = merge_adjacent(np.array(segs, dtype=np.int64).reshape(-1, 3))
+    seg_value, seg_start, seg_end = merge_adjacent(_block_segments(program, index, live_out))
     n_ins = len(program.instructions)
     start = np.full(len(names), 2 * n_ins, dtype=np.int64)
     end = np.full(len(names), -1, dtype=np.int64)
