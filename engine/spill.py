@@ -63,39 +63,76 @@ def _slot(slot: int) -> Imm:
 
 @paused_gc
 def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
-    """``program`` with the values in ``slots`` kept in local memory between uses."""
-    counters = {(v, kind): 0 for v in slots for kind in "rd"}
-    taken = set(program.values)
-    defined: set[str] = set()
+    """``program`` with the values in ``slots`` kept in local memory between uses.
 
-    def fresh(v: str, kind: str) -> str:
+    The result records where its spill code is (with that of ``program``,
+    where ``program`` recorded its own), so :func:`spill_code_of` need not
+    search for it.
+    """
+    return _Insertion(program, slots).run()
+
+
+class _Insertion:
+    """One pass inserting spill code: fresh copy names, and where each spill instruction lands."""
+
+    def __init__(self, program: Program, slots: dict[str, int]):
+        self.program, self.slots = program, slots
+        self.counters = dict.fromkeys(((v, kind) for v in slots for kind in "rd"), 0)
+        self.taken = set(program.values)
+        self.defined: set[str] = set()
+        self.spill_at: list[int] = []
+        self.moved: list[int] = []
+        self.origin: dict[str, str] = {}
+
+    def fresh(self, v: str, kind: str) -> str:
         while True:
-            counters[v, kind] += 1
-            name = f"{v}.{kind}{counters[v, kind]}"
-            if name not in taken:
-                taken.add(name)
+            self.counters[v, kind] += 1
+            name = f"{v}.{kind}{self.counters[v, kind]}"
+            if name not in self.taken:
+                self.taken.add(name)
+                self.origin[name] = v
                 return name
 
-    def def_name(v: str) -> str:
-        if v in defined:
-            return fresh(v, "d")
-        defined.add(v)
+    def def_name(self, v: str) -> str:
+        if v in self.defined:
+            return self.fresh(v, "d")
+        self.defined.add(v)
         return v
 
-    blocks = []
-    for b in program.blocks:
-        body: list[Instruction] = []
-        for ins in b.instructions:
-            body.extend(_spill_one(ins, slots, program, fresh, def_name))
-        blocks.append(Block(b.name, tuple(body)))
-    return replace_blocks(program, blocks)
+    def run(self) -> Program:
+        blocks, at = [], 0
+        for b in self.program.blocks:
+            body: list[Instruction] = []
+            for ins in b.instructions:
+                before, main, after = _spill_one(ins, self.slots, self.program, self.fresh, self.def_name)
+                self.spill_at.extend(range(at, at + len(before)))
+                self.moved.append(at + len(before))
+                self.spill_at.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
+                body += before
+                body.append(main)
+                body += after
+                at += len(before) + 1 + len(after)
+            blocks.append(Block(b.name, tuple(body)))
+        result = replace_blocks(self.program, blocks)
+        self._record(result)
+        return result
+
+    def _record(self, result: Program) -> None:
+        spills, indices, origin = dict(self.slots), set(self.spill_at), dict(self.origin)
+        known = self.program.cache.get("spill_code")
+        if known is not None:
+            spills.update(known[0])
+            indices.update(self.moved[i] for i in known[1])
+            origin.update(known[2])
+        result.cache["spill_code"] = (spills, indices, origin)
 
 
-def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> list[Instruction]:
+def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> tuple[list, Instruction, list]:
+    """(reloads before, the instruction rewritten, stores after)."""
     read = [u for u in ins.uses if u in slots]
     written = [d for d in ins.defs if d.name in slots]
     if not read and not written:
-        return [ins]
+        return [], ins, []
     before, renamed = [], {}
     for name in dict.fromkeys(read):
         renamed[name] = fresh(name, "r")
@@ -110,7 +147,7 @@ def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> li
         if ins.guard is not None:
             before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
         after = [_store(d, slot, ins.phase) for d, slot in spilled]
-    return before + [Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)] + after
+    return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase), after
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
@@ -122,7 +159,11 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], d
     memo = program.cache.get("spill_code_of")
     if memo is not None and memo[0] is spills and memo[1] == len(spills):
         return memo[2]
-    result = _find_spill_code(program, spills)
+    recorded = program.cache.get("spill_code")
+    if recorded is not None and recorded[0] == spills:
+        result = recorded[1], recorded[2]
+    else:
+        result = _find_spill_code(program, spills)
     program.cache["spill_code_of"] = (spills, len(spills), result)
     return result
 

@@ -52,3 +52,13 @@ def test_remove_inverts_insert_for_any_set_of_values(data, program):
     chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
     slots = {n: 100 + k for k, n in enumerate(chosen)}
     assert remove_spill_code(insert_spill_code(program, slots), slots) == program
+
+
+@given(st.data(), programs(), st.sampled_from(["chaitin-briggs", "linear-scan", "naive"]))
+def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, name):
+    from engine.allocators import allocate
+    from engine.spill import _find_spill_code, spill_code_of
+
+    plan = allocate(name, program, data.draw(st.sampled_from([10, 16])), execute=False)
+    assert plan.program.cache.get("spill_code") is not None or not plan.spills
+    assert spill_code_of(plan.program, plan.spills) == _find_spill_code(plan.program, plan.spills)
