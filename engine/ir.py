@@ -335,7 +335,7 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
     if not _OPCODE_RE.match(opcode):
         raise ParseError(f"{where}: bad opcode {opcode!r}")
     operands = tuple(_parse_operand(t, where) for t in _split_operands(parts[1] if len(parts) > 1 else ""))
-    ins = Instruction(opcode, defs, operands, guard, negated, phase)
+    ins = Instruction.make(opcode, defs, operands, guard, negated, phase)
     if opcode in _SHAPES or opcode.split(".")[0] in ("ld", "st"):
         _check_shape(ins, where)
     return ins

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from engine.gcpause import paused_gc
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
 
@@ -62,14 +64,23 @@ def _slot(slot: int) -> Imm:
 
 
 @paused_gc
-def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
+def insert_spill_code(program: Program, slots: dict[str, int], touching=None) -> Program:
     """``program`` with the values in ``slots`` kept in local memory between uses.
 
-    The result records where its spill code is (with that of ``program``,
-    where ``program`` recorded its own), so :func:`spill_code_of` need not
-    search for it.
+    ``touching``, when given, lists (sorted) the linear indices of the
+    instructions that read or write a value in ``slots`` (an allocator knows
+    them from its analysis); every other instruction is carried over as it
+    is. The result records where its spill code is (with that of
+    ``program``, where ``program`` recorded its own), so
+    :func:`spill_code_of` need not search for it.
     """
-    return _Insertion(program, slots).run()
+    if touching is None:
+        touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots)]
+    return _Insertion(program, slots).run(touching)
+
+
+def _touches(ins: Instruction, slots: dict) -> bool:
+    return not slots.keys().isdisjoint(ins.uses) or any(d.name in slots for d in ins.defs)
 
 
 class _Insertion:
@@ -81,8 +92,8 @@ class _Insertion:
         self.taken = set(program.values)
         self.defined: set[str] = set()
         self.spill_at: list[int] = []
-        self.moved: list[int] = []
         self.origin: dict[str, str] = {}
+        self.added = np.zeros((2, len(program.instructions)), dtype=np.int64)  # spill code before/after each
 
     def fresh(self, v: str, kind: str) -> str:
         while True:
@@ -99,30 +110,41 @@ class _Insertion:
         self.defined.add(v)
         return v
 
-    def run(self) -> Program:
-        blocks, at = [], 0
-        for b in self.program.blocks:
+    def run(self, touching) -> Program:
+        blocks, out, todo = [], 0, iter(touching)
+        nxt = next(todo, None)
+        for b, first in zip(self.program.blocks, self.program.block_starts):
             body: list[Instruction] = []
-            for ins in b.instructions:
-                before, main, after = _spill_one(ins, self.slots, self.program, self.fresh, self.def_name)
-                self.spill_at.extend(range(at, at + len(before)))
-                self.moved.append(at + len(before))
-                self.spill_at.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
-                body += before
-                body.append(main)
-                body += after
-                at += len(before) + 1 + len(after)
+            done, end = first, first + len(b.instructions)
+            while nxt is not None and nxt < end:
+                body += b.instructions[done - first : nxt - first]
+                self._rewrite(nxt, b.instructions[nxt - first], body, out)
+                done, nxt = nxt + 1, next(todo, None)
+            body += b.instructions[done - first :]
             blocks.append(Block(b.name, tuple(body)))
+            out += len(body)
         result = replace_blocks(self.program, blocks)
         self._record(result)
         return result
+
+    def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
+        before, main, after = _spill_one(ins, self.slots, self.program, self.fresh, self.def_name)
+        at = out + len(body)
+        self.spill_at.extend(range(at, at + len(before)))
+        self.spill_at.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
+        self.added[0, i], self.added[1, i] = len(before), len(after)
+        body += before
+        body.append(main)
+        body += after
 
     def _record(self, result: Program) -> None:
         spills, indices, origin = dict(self.slots), set(self.spill_at), dict(self.origin)
         known = self.program.cache.get("spill_code")
         if known is not None:
             spills.update(known[0])
-            indices.update(self.moved[i] for i in known[1])
+            total = self.added.sum(axis=0)
+            moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]
+            indices.update(moved[sorted(known[1])].tolist())
             origin.update(known[2])
         result.cache["spill_code"] = (spills, indices, origin)
 

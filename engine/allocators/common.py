@@ -98,7 +98,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
             new[analysis.names[v]] = slot
             slot += 1
         old, previous = set(program.values), program
-        program = insert_spill_code(program, new)
+        program = insert_spill_code(program, new, _touching(analysis, to_spill))
         if previous is not original:  # a round's own program: free its analysis and graph now, not at the next GC
             previous.cache.clear()
         spills.update(new)
@@ -108,6 +108,14 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
         record_unspilled(program, spills, original)
     plan = Plan(program, _assignment(analysis, base), spills, budget, name)
     return plan.with_(predicted=predict(plan, execute))
+
+
+def _touching(analysis: Analysis, values) -> list[int]:
+    """Sorted linear indices of the instructions that read or write any of ``values``."""
+    hit = np.zeros(len(analysis.names), dtype=bool)
+    hit[list(values)] = True
+    occ = analysis.occurrences
+    return np.unique(occ[hit[occ[:, 1]], 0]).tolist()
 
 
 def _assignment(analysis: Analysis, base: np.ndarray) -> dict:
