@@ -33,7 +33,6 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -74,6 +73,9 @@ class Analysis(PressureFigures):
     pressure : 32-bit registers live at each instruction
     loop_depth : loop nesting depth of each instruction
     undefined : values live on entry, i.e. read before any definition on some path
+    operand_reads : (instruction, value) rows, each value an instruction reads (guards included;
+        a value read twice appears twice), in no particular order
+    definitions : (instruction, value) rows, each value an instruction writes
     """
 
     program: Program
@@ -87,6 +89,8 @@ class Analysis(PressureFigures):
     pressure: np.ndarray
     loop_depth: np.ndarray
     undefined: tuple[str, ...]
+    operand_reads: np.ndarray
+    definitions: np.ndarray
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -100,28 +104,14 @@ class Analysis(PressureFigures):
 
         return build_interference(self)
 
-    def _rows(self, per_instruction: list) -> np.ndarray:
-        """(instruction, value) rows from one tuple of names per instruction."""
-        counts = list(map(len, per_instruction))
-        flat = list(itertools.chain.from_iterable(per_instruction))
-        values = np.fromiter(map(self.index.__getitem__, flat), np.int64, len(flat))
-        return np.stack([np.repeat(np.arange(len(per_instruction)), counts), values], axis=1)
-
     @cached_property
     def occurrences(self) -> np.ndarray:
-        """(instruction, value) rows: each value an instruction reads or writes, once."""
-        instructions = self.program.instructions
-        rows = np.concatenate([self.operand_reads,
-                               self._rows([tuple(d.name for d in ins.defs) for ins in instructions])])
+        """(instruction, value) rows: each value an instruction reads or writes, once, sorted."""
+        rows = np.concatenate([self.operand_reads, self.definitions])
         n = max(len(self.names), 1)
         codes = np.sort(rows[:, 0] * n + rows[:, 1])
         codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
         return np.stack([codes // n, codes % n], axis=1)
-
-    @cached_property
-    def operand_reads(self) -> np.ndarray:
-        """(instruction, value) rows: each value read (guards included; a value read twice appears twice)."""
-        return self._rows([ins.uses for ins in self.program.instructions])
 
     @cached_property
     def spill_weight(self) -> np.ndarray:
@@ -199,26 +189,36 @@ def _bits(x: int):
         x ^= low
 
 
-def _block_segments(program: Program, index, live_out) -> np.ndarray:
-    """Walk each block backwards, closing a segment at each killing definition; rows (value, start, end)."""
+def _block_segments(program: Program, index, live_out):
+    """Walk each block backwards, closing a segment at each killing definition.
+
+    Returns the segments as rows (value, start, end), and the (instruction,
+    value) rows of every read and every definition met on the way.
+    """
     flat: list[int] = []
-    add = flat.extend
+    reads: list[int] = []
+    defs: list[int] = []
+    add, read, define = flat.extend, reads.extend, defs.extend
     for block, first, out in zip(program.blocks, program.block_starts, live_out):
-        pos = 2 * (first + len(block.instructions)) - 1
-        open_end = dict.fromkeys(_bits(out), pos)
+        i = first + len(block.instructions) - 1
+        open_end = dict.fromkeys(_bits(out), 2 * i + 1)
         for ins in reversed(block.instructions):
+            pos = 2 * i + 1
             for d in ins.defs:
                 v = index[d.name]
+                define((i, v))
                 if v not in open_end:
                     add((v, pos, pos))
                 elif ins.guard is None:
                     add((v, pos, open_end.pop(v)))
             for u in ins.uses:
-                open_end.setdefault(index[u], pos - 1)
-            pos -= 2
+                v = index[u]
+                read((i, v))
+                open_end.setdefault(v, pos - 1)
+            i -= 1
         for v, e in open_end.items():
             add((v, 2 * first, e))
-    return np.array(flat, dtype=np.int64).reshape(-1, 3)
+    return tuple(np.array(rows, dtype=np.int64).reshape(-1, k) for rows, k in ((flat, 3), (reads, 2), (defs, 2)))
 
 
 def loop_depths(program: Program) -> np.ndarray:
@@ -263,7 +263,8 @@ def _analyze(program: Program) -> Analysis:
     index = {n: i for i, n in enumerate(names)}
     widths = np.array([program.values[n].width for n in names], dtype=np.int64)
     live_in, live_out = block_liveness(program, index)
-    seg_value, seg_start, seg_end = merge_adjacent(_block_segments(program, index, live_out))
+    segments, reads, defs = _block_segments(program, index, live_out)
+    seg_value, seg_start, seg_end = merge_adjacent(segments)
     n_ins = len(program.instructions)
     start = np.full(len(names), 2 * n_ins, dtype=np.int64)
     end = np.full(len(names), -1, dtype=np.int64)
@@ -276,6 +277,7 @@ def _analyze(program: Program) -> Analysis:
         pressure=_pressure(n_ins, widths, seg_value, seg_start, seg_end),
         loop_depth=loop_depths(program),
         undefined=tuple(names[v] for v in _bits(live_in[0])) if program.blocks else (),
+        operand_reads=reads, definitions=defs,
     )
 
 
