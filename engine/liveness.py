@@ -76,6 +76,7 @@ class Analysis(PressureFigures):
     operand_reads : (instruction, value) rows, each value an instruction reads (guards included;
         a value read twice appears twice), in no particular order
     definitions : (instruction, value) rows, each value an instruction writes
+    live_out : the values live out of each block, as bit sets over value numbers
     """
 
     program: Program
@@ -91,6 +92,7 @@ class Analysis(PressureFigures):
     undefined: tuple[str, ...]
     operand_reads: np.ndarray
     definitions: np.ndarray
+    live_out: tuple[int, ...] = ()
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -277,7 +279,7 @@ def _analyze(program: Program) -> Analysis:
         pressure=_pressure(n_ins, widths, seg_value, seg_start, seg_end),
         loop_depth=loop_depths(program),
         undefined=tuple(names[v] for v in _bits(live_in[0])) if program.blocks else (),
-        operand_reads=reads, definitions=defs,
+        operand_reads=reads, definitions=defs, live_out=tuple(live_out),
     )
 
 

@@ -111,7 +111,8 @@ class _Insertion:
         return v
 
     def run(self, touching) -> Program:
-        blocks, out, todo = [], 0, iter(touching)
+        self.touching = list(touching)
+        blocks, out, todo = [], 0, iter(self.touching)
         nxt = next(todo, None)
         for b, first in zip(self.program.blocks, self.program.block_starts):
             body: list[Instruction] = []
@@ -147,6 +148,8 @@ class _Insertion:
             indices.update(moved[sorted(known[1])].tolist())
             origin.update(known[2])
         result.cache["spill_code"] = (spills, indices, origin)
+        # what engine.respill needs to update an analysis instead of redoing it
+        result.cache["insertion"] = (self.program, self.slots, self.added, self.touching, set(self.origin))
 
 
 def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> tuple[list, Instruction, list]:

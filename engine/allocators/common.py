@@ -14,6 +14,7 @@ import numpy as np
 from engine.errors import AllocationError
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan, predict
+from engine.respill import analyze_spilled
 from engine.spill import first_free_slot, insert_spill_code, record_unspilled
 
 
@@ -103,7 +104,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
             previous.cache.clear()
         spills.update(new)
         unspillable |= set(new) | (set(program.values) - old)
-        analysis = analyze(program)
+        analysis = analyze_spilled(analysis, program)
     if spills:
         record_unspilled(program, spills, original)
     plan = Plan(program, _assignment(analysis, base), spills, budget, name)

@@ -71,11 +71,20 @@ class _DSatur:
         return int(tied.min())
 
     def run(self):
-        for _ in range(sum(1 for w in self.w if w > 0)):
-            v = int(self.key.argmax())
-            self.key[v] = _DONE
-            self.colour(v)
-        return self.base, self.to_spill
+        key, occupancy, w, base = self.key, self.occupancy, self.w, self.base
+        bounds, indices, raised = self.g.indptr.tolist(), self.g.indices, len(w) + 1
+        for _ in range(sum(1 for width in w if width > 0)):
+            v = int(key.argmax())
+            key[v] = _DONE
+            r = occupancy.lowest(v, w[v])
+            if r < 0:  # no register free: spill by cost, then retry
+                self.colour(v)
+                continue
+            base[v] = r
+            nb = indices[bounds[v] : bounds[v + 1]]
+            for before in occupancy.mark(v, r, w[v], 1):
+                key[nb[before == 0]] += raised
+        return base, self.to_spill
 
 
 def _core(analysis, budget, unspillable):

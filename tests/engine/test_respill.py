@@ -1,0 +1,88 @@
+"""The analysis updated after spill insertion equals the analysis made from scratch."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.ir import parse, print_program
+from engine.liveness import analyze
+from engine.respill import _Fallback, _Update, analyze_spilled
+from engine.spill import first_free_slot, insert_spill_code
+from tests.bench.programs import loop_shaped
+from tests.engine.strategies import programs
+
+ARRAYS = ("widths", "seg_value", "seg_start", "seg_end", "start", "end", "pressure", "loop_depth")
+
+
+def _rows(a: np.ndarray) -> list:
+    return sorted(map(tuple, a.tolist()))
+
+
+def assert_same(updated, scratch) -> None:
+    assert updated.names == scratch.names
+    for field in ARRAYS:
+        assert np.array_equal(getattr(updated, field), getattr(scratch, field)), field
+    assert updated.undefined == scratch.undefined
+    assert updated.live_out == scratch.live_out
+    assert _rows(updated.operand_reads) == _rows(scratch.operand_reads)
+    assert _rows(updated.definitions) == _rows(scratch.definitions)
+
+
+def _spill_round(data, program, analysis):
+    candidates = [n for n, v in program.values.items() if v.width > 0 and "." not in n]
+    chosen = data.draw(st.lists(st.sampled_from(candidates), unique=True, max_size=6)) if candidates else []
+    slot = first_free_slot(program)
+    spilled = insert_spill_code(program, {n: slot + k for k, n in enumerate(chosen)})
+    updated = _Update(analysis, spilled).analysis()
+    assert_same(updated, analyze(parse(print_program(spilled))))
+    spilled.cache["analysis"] = updated
+    return spilled, updated
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), programs(mixed=True))
+def test_update_equals_scratch_over_two_spill_rounds(data, program):
+    analysis = analyze(program)
+    for _ in range(2):
+        program, analysis = _spill_round(data, program, analysis)
+
+
+def test_update_is_used_on_the_loop_benchmark_program_and_equals_scratch():
+    program = parse(loop_shaped(n=600, peak=40))
+    chosen = [n for n in program.values if n.startswith(("acc", "t"))][::3]
+    spilled = insert_spill_code(program, {n: k for k, n in enumerate(chosen)})
+    assert_same(_Update(analyze(program), spilled).analysis(), analyze(parse(print_program(spilled))))
+
+
+def test_a_program_that_no_insertion_made_is_analysed_from_scratch():
+    program = parse(loop_shaped(n=200, peak=10))
+    other = parse(print_program(program))
+    try:
+        _Update(analyze(program), other)
+    except _Fallback:
+        pass
+    else:
+        raise AssertionError("expected a fallback")
+    assert analyze_spilled(analyze(program), other) is analyze(other)
+
+
+TWO_RESULTS = """.kernel k
+.block a
+  %x:f32, %y:f32, %w:f32 = split 5
+.block b
+  %z:f32 = add %x, %w
+  st.global %z, 0, %z
+  exit
+"""
+
+
+def test_a_dead_result_beside_a_spilled_one_at_a_block_end_stays_one_position_long():
+    # spill code after the block's last instruction moves the block's exit: %w (live out) follows it, %y (dead) does not
+    program = parse(TWO_RESULTS)
+    spilled = insert_spill_code(program, {"x": 0})
+    updated, scratch = _Update(analyze(program), spilled).analysis(), analyze(parse(print_program(spilled)))
+    assert_same(updated, scratch)
+    y, w = scratch.index["y"], scratch.index["w"]
+    assert scratch.end[y] == scratch.start[y] and scratch.start[w] <= 2 * 1 + 1 <= scratch.end[w]
