@@ -148,7 +148,7 @@ def _kind(ins: Instruction, labels: dict):
     return OP, None
 
 
-def _decode(program: Program, keys_of) -> tuple[list[tuple], dict]:
+def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
     """Each instruction as (kind, reads, writes, guard key, negated, function, extra), and the constants.
 
     A read is one register key, or a pair of keys for a 64-bit value; an
@@ -158,25 +158,44 @@ def _decode(program: Program, keys_of) -> tuple[list[tuple], dict]:
     ``NARROW`` and takes the interpreter's shortest path.
     """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
-    keys = {name: keys_of(name) for name in program.values}
-    shapes, constants, code = {}, {}, []
+    state = _DecodeState(keys, labels)
+    code = []
     for ins in program.instructions:
         guard = keys[ins.guard][0] if ins.guard is not None else None
         entry = _spill_entry(ins, keys, guard) if ins.opcode in _SPILL_OPCODES else None
-        code.append(entry or _entry(ins, keys, guard, labels, shapes, constants))
-    return code, constants
+        code.append(entry or state.entry(ins, guard))
+    return code, state.constants
 
 
 _SPILL_OPCODES = frozenset({"ld.local", "st.local"})
 
 
-def _entry(ins: Instruction, keys: dict, guard, labels: dict, shapes: dict, constants: dict) -> tuple:
-    reads = tuple(_constant(op.text, constants) if type(op) is Imm else _key(keys[op.name]) for op in ins.operands)
-    writes = tuple((keys[d.name], MASKS[d.width]) for d in ins.defs)
-    kind, fn, extra = _shape(ins, labels, shapes)
-    if kind == OP and all(type(r) is not tuple for r in reads) and all(len(k) == 1 for k, _ in writes):
-        kind, writes = NARROW, tuple((k[0], mask) for k, mask in writes)
-    return kind, reads, writes, guard, ins.guard_negated, fn, extra
+class _DecodeState:
+    """What decoding shares between instructions: read keys per value, constant keys per immediate, shapes."""
+
+    def __init__(self, keys: dict, labels: dict):
+        self.keys, self.labels = keys, labels
+        self.read_key = {name: k[0] if len(k) == 1 else k for name, k in keys.items()}
+        self.constants: dict[str, int] = {}
+        self.constant_key: dict[str, str] = {}
+        self.shapes: dict = {}
+
+    def constant(self, text: str) -> str:
+        key = self.constant_key.get(text)
+        if key is None:
+            bits = _immediate(text)
+            key = self.constant_key[text] = f"#{bits}"
+            self.constants[key] = bits
+        return key
+
+    def entry(self, ins: Instruction, guard) -> tuple:
+        read_key = self.read_key
+        reads = tuple([self.constant(op.text) if type(op) is Imm else read_key[op.name] for op in ins.operands])
+        writes = tuple([(self.keys[d.name], MASKS[d.width]) for d in ins.defs])
+        kind, fn, extra = _shape(ins, self.labels, self.shapes)
+        if kind == OP and all(d.width < 2 for d in ins.defs) and not any(type(r) is tuple for r in reads):
+            kind, writes = NARROW, tuple([(k[0], mask) for k, mask in writes])
+        return kind, reads, writes, guard, ins.guard_negated, fn, extra
 
 
 def _spill_entry(ins: Instruction, keys: dict, guard) -> tuple | None:
@@ -197,17 +216,6 @@ def _spill_entry(ins: Instruction, keys: dict, guard) -> tuple | None:
     return None
 
 
-def _key(keys: tuple):
-    return keys[0] if len(keys) == 1 else keys
-
-
-def _constant(text: str, constants: dict) -> str:
-    bits = _immediate(text)
-    key = f"#{bits}"
-    constants[key] = bits
-    return key
-
-
 def _shape(ins: Instruction, labels: dict, shapes: dict) -> tuple:
     """(kind, function, extra) of an instruction; shared by every instruction of one opcode and arity."""
     if ins.opcode in ("br", "cbr", "exit", "param"):
@@ -226,27 +234,23 @@ def _immediate(text: str) -> int:
     return immediate(text)
 
 
-def _virtual_keys(program: Program):
-    widths = {n: v.width for n, v in program.values.items()}
-
-    def keys_of(name: str) -> tuple:
-        return tuple(f"{name}#{k}" for k in range(max(widths[name], 1)))
-
-    return keys_of
+def _virtual_keys(program: Program) -> dict:
+    """Each value's words keyed by name (``x#0``, ``x#1``)."""
+    return {name: (f"{name}#0",) if v.width < 2 else (f"{name}#0", f"{name}#1") for name, v in program.values.items()}
 
 
-def _physical_keys(program: Program, assignment: dict):
-    widths = {n: v.width for n, v in program.values.items()}
-
-    def keys_of(name: str) -> tuple:
-        if widths[name] == 0:
-            return (f"{name}#0",)
+def _physical_keys(program: Program, assignment: dict) -> dict:
+    """Each value's words keyed by register number (predicates by name: they hold no general register)."""
+    keys = {}
+    for name, value in program.values.items():
+        if value.width == 0:
+            keys[name] = (f"{name}#0",)
+            continue
         regs = assignment.get(name)
-        if regs is None or len(regs) != widths[name]:
+        if regs is None or len(regs) != value.width:
             raise InterpreterError(f"%{name} has no register of its width in the assignment")
-        return tuple(regs)
-
-    return keys_of
+        keys[name] = regs if type(regs) is tuple else tuple(regs)
+    return keys
 
 
 class _Diverged(Exception):
