@@ -56,7 +56,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
-NARROW, LOCAL_LOAD, LOCAL_STORE, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(9)
+NARROW1, NARROW, LOCAL_LOAD, LOCAL_STORE, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(11)
 
 
 def mix(*words: int) -> int:
@@ -153,9 +153,11 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
 
     A read is one register key, or a pair of keys for a 64-bit value; an
     immediate is read from a constant key (``"#bits"``) that every run
-    starts with, so reading never branches on the operand's kind. An
-    operation whose operands and results are all single words is of kind
-    ``NARROW`` and takes the interpreter's shortest path.
+    starts with, so reading never branches on the operand's kind. The
+    commonest shapes get kinds of their own and the interpreter's shortest
+    paths: an operation on single words (``NARROW``, ``NARROW1`` with one
+    result), a load of one word (``LOAD1``), and spill stores and reloads
+    with a constant slot (``LOCAL_STORE``, ``LOCAL_LOAD``).
     """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
     state = _DecodeState(keys, labels)
@@ -195,6 +197,10 @@ class _DecodeState:
         kind, fn, extra = _shape(ins, self.labels, self.shapes)
         if kind == OP and all(d.width < 2 for d in ins.defs) and not any(type(r) is tuple for r in reads):
             kind, writes = NARROW, tuple([(k[0], mask) for k, mask in writes])
+            if len(writes) == 1:
+                kind, writes = NARROW1, writes[0]
+        elif kind == LOAD and len(ins.defs) == 1 and ins.defs[0].width < 2:
+            kind, extra = LOAD1, (extra, _tag(extra), writes[0][0][0], writes[0][1])
         return kind, reads, writes, guard, ins.guard_negated, fn, extra
 
 
@@ -295,6 +301,9 @@ class _Run:
                 for env, memory, seed, stores in lanes:
                     if guard is not None and bool(env[guard]) == negated:
                         continue
+                    if kind == NARROW1:
+                        env[writes[0]] = fn([env[k] for k in reads], 0, seed) & writes[1]
+                        continue
                     if kind == NARROW:
                         ops = [env[k] for k in reads]
                         for k, (key, mask) in enumerate(writes):
@@ -307,6 +316,17 @@ class _Run:
                         continue
                     if kind == LOCAL_STORE:
                         memory[extra] = env[reads[1]]
+                        continue
+                    if kind == LOAD1:
+                        space, tag, key, mask = extra
+                        addr = 0
+                        for r in reads:
+                            addr += env[r] if type(r) is not tuple else env[r[0]] | env[r[1]] << 32
+                        where = (space, addr & MASK64)
+                        value = memory.get(where)
+                        if value is None:
+                            value = memory[where] = mix(seed, tag, where[1])
+                        env[key] = value & mask
                         continue
                     ops = [env[k] if type(k) is not tuple else env[k[0]] | env[k[1]] << 32 for k in reads]
                     if kind == STORE:

