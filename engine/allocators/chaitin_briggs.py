@@ -19,8 +19,8 @@ from engine.allocators import register
 from engine.allocators.common import Occupancy, run_with_spilling, spill_cost, too_small
 
 
-#: key of a value already removed: above any real key, however often it is decremented
-_DONE = np.int64(1) << 62
+#: key of a value already removed: above any real key, however often it is decremented (by at most its degree)
+_DONE = 1 << 30
 
 
 def _squeeze(g, w, budget):
@@ -35,7 +35,10 @@ def _squeeze(g, w, budget):
     np.cumsum(neighbour_width, out=total[1:])
     wsum = total[g.indptr[1:]] - total[g.indptr[:-1]]
     key = np.where(w == 1, wsum - budget, deg - budget // 2)
-    return key, np.where(neighbour_width == 1, np.repeat(w, deg), 1)
+    decrement = np.where(neighbour_width == 1, np.repeat(w, deg), 1)
+    # 32 bits hold any key: a value's key moves by at most its degree; argmin and updates run faster on them
+    small = len(w) < 1 << 28
+    return (key.astype(np.int32), decrement.astype(np.int32)) if small else (key, decrement)
 
 
 def _simplify(analysis, budget, unspillable) -> list[int]:
@@ -58,20 +61,12 @@ def _simplify(analysis, budget, unspillable) -> list[int]:
 
 
 def _core(analysis, budget, unspillable):
-    w = analysis.widths.tolist()
-    occupancy = Occupancy(analysis.interference, budget)
-    base = np.full(len(w), -1, dtype=np.int64)
-    to_spill = []
-    for v in reversed(_simplify(analysis, budget, unspillable)):
-        r = occupancy.lowest(v, w[v])
-        if r >= 0:
-            base[v] = r
-            occupancy.mark(v, r, w[v], 1)
-        elif unspillable[v]:
+    occupancy = Occupancy(analysis.interference, budget, counts=False)
+    base, failed = occupancy.first_fit(reversed(_simplify(analysis, budget, unspillable)), analysis.widths.tolist())
+    for v in failed:
+        if unspillable[v]:
             raise too_small(analysis, budget, v)
-        else:
-            to_spill.append(v)
-    return base, to_spill
+    return base, failed
 
 
 @register("chaitin-briggs")

@@ -37,10 +37,11 @@ class Occupancy:
     (1, 2)
     """
 
-    def __init__(self, graph, budget: int):
-        self.budget = budget
+    def __init__(self, graph, budget: int, counts: bool = True):
+        self.budget, self._counts = budget, counts
         narrow = graph.degree.max(initial=0) < 1 << 15  # a count never exceeds the degree
-        self.count = np.zeros((len(graph.widths), budget + 2), dtype=np.int16 if narrow else np.int32)
+        dtype = (np.int16 if narrow else np.int32) if counts else bool  # without counts: held or not, never released
+        self.count = np.zeros((len(graph.widths), budget + 2), dtype=dtype)
         self.count[:, budget:] = 1
         self._flat = self.count.reshape(-1)
         self._offsets = graph.indices * (budget + 2)
@@ -55,6 +56,52 @@ class Occupancy:
         pairs = row[0 : self.budget + 1 : 2] + row[1 : self.budget + 2 : 2]
         r = int(pairs.argmin())
         return 2 * r if pairs[r] == 0 else -1
+
+    def first_fit(self, order, widths: list[int]) -> tuple[np.ndarray, list[int]]:
+        """Give each value of ``order`` in turn its lowest free register; the registers, and the values left without.
+
+        Examples
+        --------
+        >>> from engine.ir import parse
+        >>> from engine.liveness import analyze
+        >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n"
+        ...                   "  st.global %x, 0, %y\\n  exit\\n"))
+        >>> base, failed = Occupancy(a.interference, 1, counts=False).first_fit([0, 1], [1, 1])
+        >>> base.tolist(), failed
+        ([0, -1], [1])
+        """
+        rows, flat, offsets, bounds = self.count, self._flat, self._offsets, self._bounds
+        base, failed = np.full(len(rows), -1, dtype=np.int64), []
+        for v in order:
+            if widths[v] == 1:
+                row = rows[v]
+                r = int(row.argmin())
+                if row[r]:
+                    failed.append(v)
+                    continue
+                base[v] = r
+                at = offsets[bounds[v] : bounds[v + 1]] + r
+                if self._counts:
+                    flat[at] += 1
+                else:
+                    flat[at] = True
+                continue
+            r = self.lowest(v, widths[v])
+            if r < 0:
+                failed.append(v)
+                continue
+            base[v] = r
+            self.take(v, r, widths[v])
+        return base, failed
+
+    def take(self, v: int, r: int, width: int) -> None:
+        """``v`` now holds ``r`` (and ``r + 1`` for a pair): its neighbours see them held."""
+        at = self._offsets[self._bounds[v] : self._bounds[v + 1]]
+        for k in range(width):
+            if self._counts:
+                self._flat[at + (r + k)] += 1
+            else:
+                self._flat[at + (r + k)] = True
 
     def mark(self, v: int, r: int, width: int, step: int) -> list[np.ndarray]:
         """Add ``step`` (1 or -1) to the neighbours' counts of ``v``'s registers; the counts before, per register."""
