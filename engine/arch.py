@@ -173,11 +173,8 @@ def bank_conflicts(program, assignment: dict, model: BankModel) -> tuple[int, li
 
     analysis = analyze(program)
     reads = analysis.operand_reads
-    base = np.full(len(analysis.names), -1, dtype=np.int64)
-    for v, name in enumerate(analysis.names):
-        regs = assignment.get(name)
-        if regs:
-            base[v] = regs[0]
+    get = assignment.get
+    base = np.fromiter(((get(name) or (-1,))[0] for name in analysis.names), dtype=np.int64, count=len(analysis.names))
     ins, val = reads[:, 0], reads[:, 1]
     keep = base[val] >= 0
     ins, val = ins[keep], val[keep]

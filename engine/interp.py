@@ -393,7 +393,7 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
     """Nothing for virtual registers; seed-dependent garbage in every physical register."""
     if registers is None:
         return {}
-    top = max((r for regs in registers.values() for r in regs), default=-1) + 1
+    top = max(map(max, filter(None, registers.values())), default=-1) + 1
     return {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
 
 

@@ -86,9 +86,9 @@ def _moves(program: Program, assignment: dict) -> int:
 def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
     spill_ins, _ = spill_code_of(plan.program, plan.spills)
     instructions = plan.program.instructions
-    stores = sorted(i for i in spill_ins if instructions[i].opcode == "st.local")
-    loads = sorted(i for i in spill_ins if instructions[i].opcode == "ld.local")
-    return stores, loads
+    ordered = sorted(spill_ins)
+    stores = [i for i in ordered if instructions[i].opcode == "st.local"]
+    return stores, [i for i in ordered if instructions[i].opcode == "ld.local"]
 
 
 @paused_gc

@@ -58,11 +58,14 @@ def _shape_conflicts(program: Program, assignment: dict, budget: int) -> list[Co
     values = program.values
     out = [Conflict(-1, "unknown", (name,), None, f"%{name} has a register but the program never defines it")
            for name in assignment.keys() - values.keys()]
-    out += [Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register")
-            for name, value in values.items() if value.width == 0 and name in assignment]
+    get = assignment.get
     for name, value in values.items():
-        if value.width and not _fits(assignment.get(name), value.width, budget):
-            out.extend(_register_conflicts(name, value.width, assignment.get(name), budget))
+        regs, width = get(name), value.width
+        if width == 0:
+            if regs is not None:
+                out.append(Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register"))
+        elif not _fits(regs, width, budget):
+            out.extend(_register_conflicts(name, width, regs, budget))
     return out
 
 
