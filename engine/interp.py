@@ -68,6 +68,7 @@ def mix(*words: int) -> int:
     return h
 
 
+@functools.lru_cache(maxsize=1024)
 def _tag(text: str) -> int:
     return zlib.crc32(text.encode())
 
@@ -178,6 +179,7 @@ class _DecodeState:
     def __init__(self, keys: dict, labels: dict):
         self.keys, self.labels = keys, labels
         self.read_key = {name: k[0] if len(k) == 1 else k for name, k in keys.items()}
+        self.wide = {name for name, k in keys.items() if len(k) == 2}
         self.constants: dict[str, int] = {}
         self.constant_key: dict[str, str] = {}
         self.shapes: dict = {}
@@ -191,15 +193,17 @@ class _DecodeState:
         return key
 
     def entry(self, ins: Instruction, guard) -> tuple:
-        read_key = self.read_key
+        read_key, keys, defs = self.read_key, self.keys, ins.defs
         reads = tuple([self.constant(op.text) if type(op) is Imm else read_key[op.name] for op in ins.operands])
-        writes = tuple([(self.keys[d.name], MASKS[d.width]) for d in ins.defs])
         kind, fn, extra = _shape(ins, self.labels, self.shapes)
-        if kind == OP and all(d.width < 2 for d in ins.defs) and not any(type(r) is tuple for r in reads):
-            kind, writes = NARROW, tuple([(k[0], mask) for k, mask in writes])
-            if len(writes) == 1:
-                kind, writes = NARROW1, writes[0]
-        elif kind == LOAD and len(ins.defs) == 1 and ins.defs[0].width < 2:
+        one_word = len(defs) == 1 and defs[0].width < 2
+        if kind == OP and self.wide.isdisjoint(ins.uses) and (one_word or all(d.width < 2 for d in defs)):
+            if one_word:
+                return NARROW1, reads, (keys[defs[0].name][0], MASKS[defs[0].width]), guard, ins.guard_negated, fn, extra
+            writes = tuple([(keys[d.name][0], MASKS[d.width]) for d in defs])
+            return NARROW, reads, writes, guard, ins.guard_negated, fn, extra
+        writes = tuple([(keys[d.name], MASKS[d.width]) for d in defs])
+        if kind == LOAD and one_word:
             kind, extra = LOAD1, (extra, _tag(extra), writes[0][0][0], writes[0][1])
         return kind, reads, writes, guard, ins.guard_negated, fn, extra
 
