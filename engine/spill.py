@@ -88,7 +88,7 @@ class _Insertion:
 
     def __init__(self, program: Program, slots: dict[str, int]):
         self.program, self.slots = program, slots
-        self.counters = dict.fromkeys(((v, kind) for v in slots for kind in "rd"), 0)
+        self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0)}
         self.taken = set(program.values)
         self.defined: set[str] = set()
         self.spill_at: list[int] = []
@@ -96,13 +96,16 @@ class _Insertion:
         self.added = np.zeros((2, len(program.instructions)), dtype=np.int64)  # spill code before/after each
 
     def fresh(self, v: str, kind: str) -> str:
-        while True:
-            self.counters[v, kind] += 1
-            name = f"{v}.{kind}{self.counters[v, kind]}"
-            if name not in self.taken:
-                self.taken.add(name)
-                self.origin[name] = v
-                return name
+        counter = self.counters[kind]
+        k = counter[v] + 1
+        name = f"{v}.{kind}{k}"
+        while name in self.taken:
+            k += 1
+            name = f"{v}.{kind}{k}"
+        counter[v] = k
+        self.taken.add(name)
+        self.origin[name] = v
+        return name
 
     def def_name(self, v: str) -> str:
         if v in self.defined:
