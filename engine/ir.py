@@ -413,8 +413,10 @@ class _Builder:
             known = self.types.setdefault(d.name, (d.type, lineno))
             if known[0] != d.type:
                 raise ParseError(f"{where}: %{d.name} is defined as {d.type} here but as {known[0]} on line {known[1]}")
-        self.uses.extend((u, lineno) for u in ins.uses)
-        self.branches.extend((t, lineno) for t in ins.targets)
+        if ins.uses:
+            self.uses.append((ins.uses, lineno))
+        if ins.opcode in _SHAPES:
+            self.branches.extend((t, lineno) for t in ins.targets)
         if ins.guard is not None:
             self.guards.append((ins.guard, lineno))
         if ins.opcode == "cbr":
@@ -427,9 +429,10 @@ class _Builder:
         if not self.blocks:
             raise ParseError(f"{self.source}: program {self.name!r} has no '.block'")
         labels = {b[0] for b in self.blocks}
-        for name, lineno in self.uses:
-            if name not in self.types:
-                raise ParseError(f"{self.where(lineno)}: %{name} is used but never defined")
+        for names, lineno in self.uses:
+            for name in names:
+                if name not in self.types:
+                    raise ParseError(f"{self.where(lineno)}: %{name} is used but never defined")
         for name, lineno in self.guards:
             if self.types[name][0] != "pred":
                 raise ParseError(f"{self.where(lineno)}: %{name} is {self.types[name][0]}, a predicate (pred) is needed here")
