@@ -93,7 +93,12 @@ def overlapping_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     [(0, 1)]
     """
     order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    src, dst = _sorted_pairs(starts[order], ends[order])
+    return order[src], order[dst]
+
+
+def _sorted_pairs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Overlapping pairs (i, j), i < j, of intervals already sorted by start: j starts inside i."""
     hi = np.searchsorted(s, e, side="right")
     counts = np.maximum(hi - np.arange(1, len(s) + 1), 0)
     total = int(counts.sum())
@@ -106,17 +111,19 @@ def overlapping_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     if total:
         step[block] = active + 1
         step[block[1:]] -= active[:-1] + c[:-1]
-    dst = np.cumsum(step)
-    return order[src], order[dst]
+    return src, np.cumsum(step, out=step)
 
 
 def build_interference(analysis) -> Interference:
     """Interference graph of ``analysis`` from its live segments."""
     n = len(analysis.names)
     keep = analysis.widths[analysis.seg_value] > 0
-    seg_value = analysis.seg_value[keep]
-    i, j = overlapping_pairs(analysis.seg_start[keep], analysis.seg_end[keep])
-    u, v = seg_value[i], seg_value[j]
+    seg_value, starts = analysis.seg_value[keep], analysis.seg_start[keep]
+    order = np.argsort(starts, kind="stable")
+    i, j = _sorted_pairs(starts[order], analysis.seg_end[keep][order])
+    by_start = seg_value[order]
+    u, v = by_start[i], by_start[j]
+    del i, j
     several = np.bincount(seg_value, minlength=n) > 1
     if several.any():  # only a value with several segments can meet itself or another value twice
         u, v = _distinct_pairs(n, u, v, several)
@@ -136,12 +143,13 @@ def _distinct_pairs(n: int, u: np.ndarray, v: np.ndarray, several: np.ndarray):
 def _csr(names, widths, u: np.ndarray, v: np.ndarray) -> Interference:
     """CSR adjacency from each edge once as (u, v)."""
     n = len(names)
-    src = np.concatenate([u, v])
-    dst = np.concatenate([v, u])
-    order = np.argsort(src.astype(np.uint16) if n < 1 << 16 else src, kind="stable")
+    # rows as 16-bit keys where they fit: numpy sorts those by radix, and they take a quarter of the memory
+    src = np.concatenate([u, v], dtype=np.uint16 if n < 1 << 16 else np.int64, casting="unsafe")
+    order = np.argsort(src, kind="stable")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return Interference(names, widths, indptr, dst[order])
+    del src
+    return Interference(names, widths, indptr, np.concatenate([v, u])[order])
 
 
 def build_interference_all_pairs(analysis) -> Interference:
