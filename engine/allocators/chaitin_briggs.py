@@ -30,15 +30,17 @@ def _squeeze(g, w, budget):
     a pair's is its neighbour count minus the pairs available.
     """
     deg = g.degree
-    neighbour_width = w[g.indices]
+    neighbour_width = w.astype(np.int32)[g.indices]
     total = np.zeros(len(neighbour_width) + 1, dtype=np.int64)
     np.cumsum(neighbour_width, out=total[1:])
     wsum = total[g.indptr[1:]] - total[g.indptr[:-1]]
     key = np.where(w == 1, wsum - budget, deg - budget // 2)
-    decrement = np.where(neighbour_width == 1, np.repeat(w, deg), 1)
+    # removing a pair takes two off a 32-bit neighbour's squeeze, anything else one
+    decrement = np.repeat(w == 2, deg)
+    decrement &= neighbour_width == 1
+    decrement = decrement.view(np.int8) + np.int8(1)
     # 32 bits hold any key: a value's key moves by at most its degree; argmin and updates run faster on them
-    small = len(w) < 1 << 28
-    return (key.astype(np.int32), decrement.astype(np.int32)) if small else (key, decrement)
+    return (key.astype(np.int32) if len(w) < 1 << 28 else key), decrement
 
 
 def _simplify(analysis, budget, unspillable) -> list[int]:
