@@ -225,6 +225,14 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
     return indices, origin
 
 
+def copies_made(program: Program, before: Program) -> set[str]:
+    """The values spill insertion created in ``program`` from ``before`` (reloads, later definitions)."""
+    insertion = program.cache.get("insertion")
+    if insertion is not None and insertion[0] is before:
+        return insertion[4]
+    return set(program.values) - set(before.values)
+
+
 def unspilled(program: Program, spills: dict[str, int]) -> Program:
     """The program before spill code was inserted for ``spills``.
 
@@ -268,7 +276,13 @@ def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
 
 
 def first_free_slot(program: Program) -> int:
-    """A local-memory slot number above every numeric one the program uses."""
+    """A local-memory slot number above every numeric one the program uses (memoized on it)."""
+    if "first_free_slot" not in program.cache:
+        program.cache["first_free_slot"] = _first_free_slot(program)
+    return program.cache["first_free_slot"]
+
+
+def _first_free_slot(program: Program) -> int:
     used = [-1]
     for ins in program.instructions:
         if ins.opcode.startswith(("ld.local", "st.local")) and ins.operands and isinstance(ins.operands[0], Imm):

@@ -15,7 +15,7 @@ from engine.errors import AllocationError
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan, predict
 from engine.respill import analyze_spilled
-from engine.spill import first_free_slot, insert_spill_code, record_unspilled
+from engine.spill import copies_made, first_free_slot, insert_spill_code, record_unspilled
 
 
 class Occupancy:
@@ -145,12 +145,12 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
         for v in sorted(to_spill):
             new[analysis.names[v]] = slot
             slot += 1
-        old, previous = set(program.values), program
+        previous = program
         program = insert_spill_code(program, new, _touching(analysis, to_spill))
+        unspillable |= set(new) | copies_made(program, previous)
         if previous is not original:  # a round's own program: free its analysis and graph now, not at the next GC
             previous.cache.clear()
         spills.update(new)
-        unspillable |= set(new) | (set(program.values) - old)
         analysis = analyze_spilled(analysis, program)
     if spills:
         record_unspilled(program, spills, original)
