@@ -123,25 +123,28 @@ class _Update:
         """Segments of the changed values, and every read and definition, inside each window."""
         segs, reads, defs = [], [], []
         instructions, index, changed = self.program.instructions, self.index, self.changed
-        for i in self.touching:
-            lo, hi = int(self.moved[i] - self.added[0, i]), int(self.moved[i] + self.added[1, i])
+        touching = np.asarray(self.touching, dtype=np.int64)
+        first = (self.moved[touching] - self.added[0, touching]).tolist()
+        last = (self.moved[touching] + self.added[1, touching]).tolist()
+        for lo, hi in zip(first, last):
             open_end: dict[int, int] = {}
-            for j in range(hi, lo - 1, -1):
-                ins, pos = instructions[j], 2 * j + 1
+            j = hi
+            for ins in reversed(instructions[lo : hi + 1]):
+                pos = 2 * j + 1
                 for d in ins.defs:
                     v = index[d.name]
                     defs += (j, v)
-                    if d.name not in changed:
-                        continue
-                    if v not in open_end:
-                        segs += (v, pos, pos)
-                    elif ins.guard is None:
-                        segs += (v, pos, open_end.pop(v))
+                    if d.name in changed:
+                        if v not in open_end:
+                            segs += (v, pos, pos)
+                        elif ins.guard is None:
+                            segs += (v, pos, open_end.pop(v))
                 for u in ins.uses:
                     v = index[u]
                     reads += (j, v)
-                    if u in changed:
-                        open_end.setdefault(v, pos - 1)
+                    if u in changed and v not in open_end:
+                        open_end[v] = pos - 1
+                j -= 1
             if open_end:  # a changed value live into its window: not the insertion's shape
                 raise _Fallback
         return tuple(np.array(rows, dtype=np.int64).reshape(-1, k) for rows, k in ((segs, 3), (reads, 2), (defs, 2)))
