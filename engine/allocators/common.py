@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.errors import AllocationError
-from engine.liveness import Analysis, analyze
+from engine.liveness import Analysis
 from engine.plan import Plan, predict
 from engine.respill import analyze_spilled
 from engine.spill import copies_made, first_free_slot, insert_spill_code, record_unspilled
@@ -43,9 +43,10 @@ class Occupancy:
         dtype = (np.int16 if narrow else np.int32) if counts else bool  # without counts: held or not, never released
         self.count = np.zeros((len(graph.widths), budget + 2), dtype=dtype)
         self.count[:, budget:] = 1
-        self._flat = self.count.reshape(-1)
-        self._offsets = graph.indices * (budget + 2)
-        self._bounds = graph.indptr.tolist()
+        #: the table as one array, and each adjacency entry's row start in it (so a neighbour's cell is offset + r)
+        self.flat = self.count.reshape(-1)
+        self.offsets = graph.indices * (budget + 2)
+        self.bounds = graph.indptr.tolist()
 
     def lowest(self, v: int, width: int) -> int:
         """Lowest register (even for pairs) no coloured neighbour of ``v`` holds; -1 if none."""
@@ -70,7 +71,7 @@ class Occupancy:
         >>> base.tolist(), failed
         ([0, -1], [1])
         """
-        rows, flat, offsets, bounds = self.count, self._flat, self._offsets, self._bounds
+        rows, flat, offsets, bounds = self.count, self.flat, self.offsets, self.bounds
         base, failed = np.full(len(rows), -1, dtype=np.int64), []
         for v in order:
             if widths[v] == 1:
@@ -96,21 +97,21 @@ class Occupancy:
 
     def take(self, v: int, r: int, width: int) -> None:
         """``v`` now holds ``r`` (and ``r + 1`` for a pair): its neighbours see them held."""
-        at = self._offsets[self._bounds[v] : self._bounds[v + 1]]
+        at = self.offsets[self.bounds[v] : self.bounds[v + 1]]
         for k in range(width):
             if self._counts:
-                self._flat[at + (r + k)] += 1
+                self.flat[at + (r + k)] += 1
             else:
-                self._flat[at + (r + k)] = True
+                self.flat[at + (r + k)] = True
 
     def mark(self, v: int, r: int, width: int, step: int) -> list[np.ndarray]:
         """Add ``step`` (1 or -1) to the neighbours' counts of ``v``'s registers; the counts before, per register."""
-        at = self._offsets[self._bounds[v] : self._bounds[v + 1]]
+        at = self.offsets[self.bounds[v] : self.bounds[v + 1]]
         before = []
         for k in range(width):
             idx = at + (r + k)
-            old = self._flat[idx]
-            self._flat[idx] = old + step
+            old = self.flat[idx]
+            self.flat[idx] = old + step
             before.append(old)
         return before
 

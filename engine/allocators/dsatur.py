@@ -72,7 +72,7 @@ class _DSatur:
 
     def run(self):
         key, occupancy, w, base = self.key, self.occupancy, self.w, self.base
-        rows, flat, offsets = occupancy.count, occupancy._flat, occupancy._offsets
+        rows, flat, offsets = occupancy.count, occupancy.flat, occupancy.offsets
         bounds, indices, raised = self.g.indptr.tolist(), self.g.indices, len(w) + 1
         for _ in range(sum(1 for width in w if width > 0)):
             v = int(key.argmax())

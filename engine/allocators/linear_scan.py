@@ -46,7 +46,7 @@ class _Scan:
 
     def __init__(self, analysis, budget, unspillable, high):
         self.a, self.unspillable, self.high, self.budget = analysis, unspillable.tolist(), high, budget
-        self.base = np.full(len(analysis.names), -1, dtype=np.int64)
+        self.base = [-1] * len(analysis.names)
         self.widths = analysis.widths.tolist()
         self.starts, self.ends = analysis.start.tolist(), analysis.end.tolist()
         self.occupied = 0
@@ -57,12 +57,16 @@ class _Scan:
         return free_register(self.occupied, width, self.budget, self.high)
 
     def hold(self, v: int, flag: bool) -> None:
-        bits = ((1 << self.widths[v]) - 1) << int(self.base[v])
+        bits = ((1 << self.widths[v]) - 1) << self.base[v]
         self.occupied = self.occupied | bits if flag else self.occupied & ~bits
 
     def expire(self, start: int) -> None:
-        while self.active and self.active[0][0] < start:
-            self.hold(self.active.pop(0)[1], False)
+        active = self.active
+        if active and active[0][0] < start:
+            k = bisect.bisect_left(active, (start, -1))
+            for _, u in active[:k]:
+                self.hold(u, False)
+            del active[:k]
 
     def make_room(self, v: int) -> int:
         evicted = []
@@ -101,9 +105,10 @@ class _Scan:
 def scan(analysis, budget: int, values, unspillable, high: bool = False):
     """Linear scan of ``values``; returns (base register per value, values to spill)."""
     state = _Scan(analysis, budget, unspillable, high)
-    for v in sorted(values, key=lambda v: (analysis.start[v], v)):
-        state.visit(int(v))
-    return state.base, state.to_spill
+    values = np.asarray(values, dtype=np.int64)
+    for v in values[np.lexsort((values, analysis.start[values]))].tolist():
+        state.visit(v)
+    return np.array(state.base, dtype=np.int64), state.to_spill
 
 
 def _core(analysis, budget, unspillable):

@@ -13,7 +13,7 @@ from tests.bench.bench_engine import main
 
 @pytest.mark.slow
 def test_engine_benchmark_runs_and_prints_its_figures(capsys):
-    results = main(["--repeat", "3"])
+    results = main(["--repeat", "5"])
     out = capsys.readouterr().out
     with capsys.disabled():
         print("\n" + out)
