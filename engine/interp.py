@@ -56,7 +56,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
-NARROW1, NARROW, LOCAL_LOAD, LOCAL_STORE, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(11)
+FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, NARROW, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(12)
 
 
 def mix(*words: int) -> int:
@@ -157,8 +157,8 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
     starts with, so reading never branches on the operand's kind. The
     commonest shapes get kinds of their own and the interpreter's shortest
     paths: an operation on single words (``NARROW``, ``NARROW1`` with one
-    result), a load of one word (``LOAD1``), and spill stores and reloads
-    with a constant slot (``LOCAL_STORE``, ``LOCAL_LOAD``).
+    result, ``FMA`` inline), a load of one word (``LOAD1``), and spill
+    stores and reloads with a constant slot (``LOCAL_STORE``, ``LOCAL_LOAD``).
     """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
     state = _DecodeState(keys, labels)
@@ -199,7 +199,8 @@ class _DecodeState:
         one_word = len(defs) == 1 and defs[0].width < 2
         if kind == OP and self.wide.isdisjoint(ins.uses) and (one_word or all(d.width < 2 for d in defs)):
             if one_word:
-                return NARROW1, reads, (keys[defs[0].name][0], MASKS[defs[0].width]), guard, ins.guard_negated, fn, extra
+                kind = FMA if fn is _FIXED["fma", 3] else NARROW1  # the commonest operation inline
+                return kind, reads, (keys[defs[0].name][0], MASKS[defs[0].width]), guard, ins.guard_negated, fn, extra
             writes = tuple([(keys[d.name][0], MASKS[d.width]) for d in defs])
             return NARROW, reads, writes, guard, ins.guard_negated, fn, extra
         writes = tuple([(keys[d.name], MASKS[d.width]) for d in defs])
@@ -305,13 +306,9 @@ class _Run:
                 for env, memory, seed, stores in lanes:
                     if guard is not None and bool(env[guard]) == negated:
                         continue
-                    if kind == NARROW1:
-                        env[writes[0]] = fn([env[k] for k in reads], 0, seed) & writes[1]
-                        continue
-                    if kind == NARROW:
-                        ops = [env[k] for k in reads]
-                        for k, (key, mask) in enumerate(writes):
-                            env[key] = fn(ops, k, seed) & mask
+                    if kind == FMA:
+                        a, b, c = reads
+                        env[writes[0]] = (env[a] * env[b] + env[c]) & writes[1]
                         continue
                     if kind == LOCAL_LOAD:
                         where, key, mask = extra
@@ -320,6 +317,14 @@ class _Run:
                         continue
                     if kind == LOCAL_STORE:
                         memory[extra] = env[reads[1]]
+                        continue
+                    if kind == NARROW1:
+                        env[writes[0]] = fn([env[k] for k in reads], 0, seed) & writes[1]
+                        continue
+                    if kind == NARROW:
+                        ops = [env[k] for k in reads]
+                        for k, (key, mask) in enumerate(writes):
+                            env[key] = fn(ops, k, seed) & mask
                         continue
                     if kind == LOAD1:
                         space, tag, key, mask = extra
