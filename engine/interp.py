@@ -56,7 +56,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
-FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, NARROW, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(12)
+FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, POINTER_LOAD, POINTER_STORE, NARROW, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(14)
 
 
 def mix(*words: int) -> int:
@@ -157,8 +157,10 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
     starts with, so reading never branches on the operand's kind. The
     commonest shapes get kinds of their own and the interpreter's shortest
     paths: an operation on single words (``NARROW``, ``NARROW1`` with one
-    result, ``FMA`` inline), a load of one word (``LOAD1``), and spill
-    stores and reloads with a constant slot (``LOCAL_STORE``, ``LOCAL_LOAD``).
+    result, ``FMA`` inline), a load of one word (``LOAD1``; ``POINTER_LOAD``
+    from a 64-bit address and an offset, and ``POINTER_STORE`` of one word
+    there), and spill stores and reloads with a constant slot
+    (``LOCAL_STORE``, ``LOCAL_LOAD``).
     """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
     state = _DecodeState(keys, labels)
@@ -204,8 +206,12 @@ class _DecodeState:
             writes = tuple([(keys[d.name][0], MASKS[d.width]) for d in defs])
             return NARROW, reads, writes, guard, ins.guard_negated, fn, extra
         writes = tuple([(keys[d.name], MASKS[d.width]) for d in defs])
+        pointer = len(reads) >= 2 and type(reads[0]) is tuple and not any(type(r) is tuple for r in reads[1:])
         if kind == LOAD and one_word:
-            kind, extra = LOAD1, (extra, _tag(extra), writes[0][0][0], writes[0][1])
+            kind = POINTER_LOAD if pointer and len(reads) == 2 else LOAD1
+            extra = (extra, _tag(extra), writes[0][0][0], writes[0][1])
+        elif kind == STORE and pointer and len(reads) == 3:
+            kind = POINTER_STORE  # a 64-bit address, an offset, a one-word value
         return kind, reads, writes, guard, ins.guard_negated, fn, extra
 
 
@@ -320,6 +326,22 @@ class _Run:
                         continue
                     if kind == NARROW1:
                         env[writes[0]] = fn([env[k] for k in reads], 0, seed) & writes[1]
+                        continue
+                    if kind == POINTER_LOAD:
+                        space, tag, key, mask = extra
+                        p, offset = reads
+                        where = (space, ((env[p[0]] | env[p[1]] << 32) + env[offset]) & MASK64)
+                        value = memory.get(where)
+                        if value is None:
+                            value = memory[where] = mix(seed, tag, where[1])
+                        env[key] = value & mask
+                        continue
+                    if kind == POINTER_STORE:
+                        p, offset, x = reads
+                        addr, value = ((env[p[0]] | env[p[1]] << 32) + env[offset]) & MASK64, env[x]
+                        memory[(extra, addr)] = value
+                        if extra != "local":
+                            stores.append((extra, addr, value))
                         continue
                     if kind == NARROW:
                         ops = [env[k] for k in reads]
