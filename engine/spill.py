@@ -157,25 +157,24 @@ class _Insertion:
 
 def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> tuple[list, Instruction, list]:
     """(reloads before, the instruction rewritten, stores after)."""
-    read = [u for u in ins.uses if u in slots]
-    written = [d for d in ins.defs if d.name in slots]
-    if not read and not written:
+    if not _touches(ins, slots):
         return [], ins, []
-    before, renamed = [], {}
-    for name in dict.fromkeys(read):
-        renamed[name] = fresh(name, "r")
-        before.append(_reload(renamed[name], program.values[name].type, slots[name], ins.phase))
+    phase, values, before, renamed = ins.phase, program.values, [], {}
+    for name in ins.uses:
+        if name in slots and name not in renamed:
+            copy = renamed[name] = fresh(name, "r")
+            before.append(_reload(copy, values[name].type, slots[name], phase))
     operands = ins.operands
     if renamed:
-        operands = tuple(Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands)
+        operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
     defs, after = ins.defs, []
-    if written:
-        defs = tuple(Value.make(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs)
+    if any(d.name in slots for d in defs):
+        defs = tuple([Value.make(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
         spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
         if ins.guard is not None:
-            before.extend(_reload(d.name, d.type, slot, ins.phase) for d, slot in spilled)
-        after = [_store(d, slot, ins.phase) for d, slot in spilled]
-    return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase), after
+            before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
+        after = [_store(d, slot, phase) for d, slot in spilled]
+    return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
