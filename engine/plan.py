@@ -31,7 +31,7 @@ from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
-from engine.spill import spill_code_of, unspilled
+from engine.spill import spill_loads_and_stores, unspilled
 from engine.verify import SEEDS, static_conflicts
 
 FORMAT = "regtune-plan"
@@ -84,11 +84,8 @@ def _moves(program: Program, assignment: dict) -> int:
 
 
 def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
-    spill_ins, _ = spill_code_of(plan.program, plan.spills)
-    instructions = plan.program.instructions
-    ordered = sorted(spill_ins)
-    stores = [i for i in ordered if instructions[i].opcode == "st.local"]
-    return stores, [i for i in ordered if instructions[i].opcode == "ld.local"]
+    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
+    return stores, loads
 
 
 @paused_gc

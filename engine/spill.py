@@ -91,7 +91,8 @@ class _Insertion:
         self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0)}
         self.taken = set(program.values)
         self.defined: set[str] = set()
-        self.spill_at: list[int] = []
+        self.loads: list[int] = []  # where the reloads and the stores land, in order
+        self.stores: list[int] = []
         self.origin: dict[str, str] = {}
         self.added = np.zeros((2, len(program.instructions)), dtype=np.int64)  # spill code before/after each
 
@@ -134,23 +135,24 @@ class _Insertion:
     def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
         before, main, after = _spill_one(ins, self.slots, self.program, self.fresh, self.def_name)
         at = out + len(body)
-        self.spill_at.extend(range(at, at + len(before)))
-        self.spill_at.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
+        self.loads.extend(range(at, at + len(before)))
+        self.stores.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
         self.added[0, i], self.added[1, i] = len(before), len(after)
         body += before
         body.append(main)
         body += after
 
     def _record(self, result: Program) -> None:
-        spills, indices, origin = dict(self.slots), set(self.spill_at), dict(self.origin)
+        spills, origin, loads, stores = dict(self.slots), dict(self.origin), self.loads, self.stores
         known = self.program.cache.get("spill_code")
         if known is not None:
             spills.update(known[0])
+            origin.update(known[2])
             total = self.added.sum(axis=0)
             moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]
-            indices.update(moved[sorted(known[1])].tolist())
-            origin.update(known[2])
-        result.cache["spill_code"] = (spills, indices, origin)
+            loads = sorted(loads + moved[known[3]].tolist())
+            stores = sorted(stores + moved[known[4]].tolist())
+        result.cache["spill_code"] = (spills, set(loads) | set(stores), origin, loads, stores)
         # what engine.respill needs to update an analysis instead of redoing it
         result.cache["insertion"] = (self.program, self.slots, self.added, self.touching, set(self.origin))
 
@@ -175,6 +177,17 @@ def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> tu
             before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
         after = [_store(d, slot, phase) for d, slot in spilled]
     return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
+
+
+def spill_loads_and_stores(program: Program, spills: dict[str, int]) -> tuple[list[int], list[int]]:
+    """Linear indices of the spill reloads and of the spill stores, each in order."""
+    recorded = program.cache.get("spill_code")
+    if recorded is not None and recorded[0] == spills:
+        return recorded[3], recorded[4]
+    indices = sorted(spill_code_of(program, spills)[0])
+    instructions = program.instructions
+    return ([i for i in indices if instructions[i].opcode == "ld.local"],
+            [i for i in indices if instructions[i].opcode == "st.local"])
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:

@@ -62,3 +62,15 @@ def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, 
     plan = allocate(name, program, data.draw(st.sampled_from([10, 16])), execute=False)
     assert plan.program.cache.get("spill_code") is not None or not plan.spills
     assert spill_code_of(plan.program, plan.spills) == _find_spill_code(plan.program, plan.spills)
+
+
+@given(st.data(), programs(), st.sampled_from(["chaitin-briggs", "naive"]))
+def test_recorded_reloads_and_stores_are_what_a_search_finds(data, program, name):
+    from engine.allocators import allocate
+    from engine.spill import _find_spill_code, spill_loads_and_stores
+
+    plan = allocate(name, program, data.draw(st.sampled_from([10, 16])), execute=False)
+    found = sorted(_find_spill_code(plan.program, plan.spills)[0])
+    opcode = [ins.opcode for ins in plan.program.instructions]
+    assert spill_loads_and_stores(plan.program, plan.spills) == (
+        [i for i in found if opcode[i] == "ld.local"], [i for i in found if opcode[i] == "st.local"])
