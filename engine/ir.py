@@ -283,6 +283,14 @@ def _parse_operand(token: str, where: str) -> Operand:
     return operand
 
 
+def _operand_token(raw: str, where: str) -> Operand:
+    """The operand of a token as it stands between commas (spaces included), remembered under that text."""
+    operand = _parse_operand(raw.strip(), where)
+    if len(_OPERANDS) < 1 << 16:
+        _OPERANDS[raw] = operand
+    return operand
+
+
 def _parse_defs(text: str, where: str) -> tuple[Value, ...]:
     known = _DEFS.get(text)
     if known is not None:
@@ -332,13 +340,22 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
         if not parts:
             raise ParseError(f"{where}: expected an opcode after the guard")
     opcode = parts[0]
-    if not _OPCODE_RE.match(opcode):
-        raise ParseError(f"{where}: bad opcode {opcode!r}")
-    operands = tuple(_parse_operand(t, where) for t in _split_operands(parts[1] if len(parts) > 1 else ""))
+    if opcode not in _OPCODES:
+        if not _OPCODE_RE.match(opcode):
+            raise ParseError(f"{where}: bad opcode {opcode!r}")
+        if len(_OPCODES) < 1 << 12:
+            _OPCODES.add(opcode)
+    known = _OPERANDS.get
+    tokens = parts[1].split(",") if len(parts) > 1 and parts[1].strip() else ()
+    operands = tuple([known(t) or _operand_token(t, where) for t in tokens])
     ins = Instruction.make(opcode, defs, operands, guard, negated, phase)
-    if opcode in _SHAPES or opcode.split(".")[0] in ("ld", "st"):
+    if opcode in _SHAPES or opcode.startswith(("ld", "st")) and opcode.split(".")[0] in ("ld", "st"):
         _check_shape(ins, where)
     return ins
+
+
+#: opcodes already checked against the opcode pattern
+_OPCODES: set[str] = set()
 
 
 _SHAPES = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exit")}
