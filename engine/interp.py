@@ -223,7 +223,7 @@ def _spill_entry(ins: Instruction, keys: dict, guard) -> tuple | None:
     operands = ins.operands
     if not operands or type(operands[0]) is not Imm:
         return None
-    where = ("local", _immediate(operands[0].text) & MASK64)
+    where = _local_slot(operands[0].text)
     if ins.opcode == "st.local" and len(operands) == 2 and type(operands[1]) is Use:
         value = keys[operands[1].name]
         return (LOCAL_STORE, (None, value[0]), (), guard, ins.guard_negated, None, where) if len(value) == 1 else None
@@ -231,6 +231,12 @@ def _spill_entry(ins: Instruction, keys: dict, guard) -> tuple | None:
         d = ins.defs[0]
         return LOCAL_LOAD, (), (), guard, ins.guard_negated, None, (where, keys[d.name][0], MASKS[d.width])
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _local_slot(text: str) -> tuple[str, int]:
+    """The memory key of a local slot written as ``text``."""
+    return "local", _immediate(text) & MASK64
 
 
 def _shape(ins: Instruction, labels: dict, shapes: dict) -> tuple:
