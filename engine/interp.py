@@ -56,7 +56,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
-FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, POINTER_LOAD, POINTER_STORE, NARROW, LOAD1, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(14)
+FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, POINTER_LOAD, POINTER_STORE, NARROW, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(13)
 
 
 def mix(*words: int) -> int:
@@ -157,10 +157,9 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
     starts with, so reading never branches on the operand's kind. The
     commonest shapes get kinds of their own and the interpreter's shortest
     paths: an operation on single words (``NARROW``, ``NARROW1`` with one
-    result, ``FMA`` inline), a load of one word (``LOAD1``; ``POINTER_LOAD``
-    from a 64-bit address and an offset, and ``POINTER_STORE`` of one word
-    there), and spill stores and reloads with a constant slot
-    (``LOCAL_STORE``, ``LOCAL_LOAD``).
+    result, ``FMA`` inline), a one-word load and store through a 64-bit
+    address and an offset (``POINTER_LOAD``, ``POINTER_STORE``), and spill
+    stores and reloads with a constant slot (``LOCAL_STORE``, ``LOCAL_LOAD``).
     """
     labels = dict(zip((b.name for b in program.blocks), program.block_starts))
     state = _DecodeState(keys, labels)
@@ -207,9 +206,8 @@ class _DecodeState:
             return NARROW, reads, writes, guard, ins.guard_negated, fn, extra
         writes = tuple([(keys[d.name], MASKS[d.width]) for d in defs])
         pointer = len(reads) >= 2 and type(reads[0]) is tuple and not any(type(r) is tuple for r in reads[1:])
-        if kind == LOAD and one_word:
-            kind = POINTER_LOAD if pointer and len(reads) == 2 else LOAD1
-            extra = (extra, _tag(extra), writes[0][0][0], writes[0][1])
+        if kind == LOAD and one_word and pointer and len(reads) == 2:
+            kind, extra = POINTER_LOAD, (extra, _tag(extra), writes[0][0][0], writes[0][1])
         elif kind == STORE and pointer and len(reads) == 3:
             kind = POINTER_STORE  # a 64-bit address, an offset, a one-word value
         return kind, reads, writes, guard, ins.guard_negated, fn, extra
@@ -353,17 +351,6 @@ class _Run:
                         ops = [env[k] for k in reads]
                         for k, (key, mask) in enumerate(writes):
                             env[key] = fn(ops, k, seed) & mask
-                        continue
-                    if kind == LOAD1:
-                        space, tag, key, mask = extra
-                        addr = 0
-                        for r in reads:
-                            addr += env[r] if type(r) is not tuple else env[r[0]] | env[r[1]] << 32
-                        where = (space, addr & MASK64)
-                        value = memory.get(where)
-                        if value is None:
-                            value = memory[where] = mix(seed, tag, where[1])
-                        env[key] = value & mask
                         continue
                     ops = [env[k] if type(k) is not tuple else env[k[0]] | env[k[1]] << 32 for k in reads]
                     if kind == STORE:

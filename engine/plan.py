@@ -83,11 +83,6 @@ def _moves(program: Program, assignment: dict) -> int:
     return sum(1 for d, u in program.cache["moves"] if assignment.get(d) != assignment.get(u))
 
 
-def _spill_instructions(plan: Plan) -> tuple[list[int], list[int]]:
-    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
-    return stores, loads
-
-
 @paused_gc
 def predict(plan: Plan, execute: bool = True) -> dict:
     """The plan's predicted figures (computed, never copied).
@@ -96,7 +91,7 @@ def predict(plan: Plan, execute: bool = True) -> dict:
     on seed 0 (see :func:`execution_figures`).
     """
     analysis = analyze(plan.program)
-    stores, loads = _spill_instructions(plan)
+    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
     out = {
         "registers": registers_used(plan.assignment),
         "maxlive": analysis.maxlive,
@@ -127,7 +122,7 @@ def execution_figures(plan: Plan) -> dict:
     path a correct plan takes; a plan that fails verification takes another
     and its figures say where its spill code would run on the correct path).
     """
-    stores, loads = _spill_instructions(plan)
+    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
     original = unspilled(plan.program, plan.spills)
     run_together(original, SEEDS)  # the verification seeds at once: a check later finds them memoized
     try:

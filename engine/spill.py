@@ -133,7 +133,7 @@ class _Insertion:
         return result
 
     def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
-        before, main, after = _spill_one(ins, self.slots, self.program, self.fresh, self.def_name)
+        before, main, after = self._split(ins)
         at = out + len(body)
         self.loads.extend(range(at, at + len(before)))
         self.stores.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
@@ -141,6 +141,25 @@ class _Insertion:
         body += before
         body.append(main)
         body += after
+
+    def _split(self, ins: Instruction) -> tuple[list, Instruction, list]:
+        """(reloads before, the instruction rewritten, stores after) for an instruction that touches a spilled value."""
+        slots, values, phase, before, renamed = self.slots, self.program.values, ins.phase, [], {}
+        for name in ins.uses:
+            if name in slots and name not in renamed:
+                copy = renamed[name] = self.fresh(name, "r")
+                before.append(_reload(copy, values[name].type, slots[name], phase))
+        operands = ins.operands
+        if renamed:
+            operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
+        defs, after = ins.defs, []
+        if any(d.name in slots for d in defs):
+            defs = tuple([Value.make(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
+            spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
+            if ins.guard is not None:
+                before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
+            after = [_store(d, slot, phase) for d, slot in spilled]
+        return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
 
     def _record(self, result: Program) -> None:
         spills, origin, loads, stores = dict(self.slots), dict(self.origin), self.loads, self.stores
@@ -155,28 +174,6 @@ class _Insertion:
         result.cache["spill_code"] = (spills, set(loads) | set(stores), origin, loads, stores)
         # what engine.respill needs to update an analysis instead of redoing it
         result.cache["insertion"] = (self.program, self.slots, self.added, self.touching, set(self.origin))
-
-
-def _spill_one(ins: Instruction, slots, program: Program, fresh, def_name) -> tuple[list, Instruction, list]:
-    """(reloads before, the instruction rewritten, stores after)."""
-    if not _touches(ins, slots):
-        return [], ins, []
-    phase, values, before, renamed = ins.phase, program.values, [], {}
-    for name in ins.uses:
-        if name in slots and name not in renamed:
-            copy = renamed[name] = fresh(name, "r")
-            before.append(_reload(copy, values[name].type, slots[name], phase))
-    operands = ins.operands
-    if renamed:
-        operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
-    defs, after = ins.defs, []
-    if any(d.name in slots for d in defs):
-        defs = tuple([Value.make(def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
-        spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
-        if ins.guard is not None:
-            before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
-        after = [_store(d, slot, phase) for d, slot in spilled]
-    return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
 
 
 def spill_loads_and_stores(program: Program, spills: dict[str, int]) -> tuple[list[int], list[int]]:

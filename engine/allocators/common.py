@@ -71,38 +71,36 @@ class Occupancy:
         >>> base.tolist(), failed
         ([0, -1], [1])
         """
-        rows, flat, offsets, bounds = self.count, self.flat, self.offsets, self.bounds
+        rows, offsets, bounds = self.count, self.offsets, self.bounds
         base, failed = np.full(len(rows), -1, dtype=np.int64), []
         for v in order:
-            if widths[v] == 1:
+            if widths[v] == 1:  # the common case, without a call to lowest()
                 row = rows[v]
                 r = int(row.argmin())
                 if row[r]:
                     failed.append(v)
                     continue
-                base[v] = r
-                at = offsets[bounds[v] : bounds[v + 1]] + r
-                if self._counts:
-                    flat[at] += 1
-                else:
-                    flat[at] = True
-                continue
-            r = self.lowest(v, widths[v])
-            if r < 0:
-                failed.append(v)
-                continue
+                self._hold(offsets[bounds[v] : bounds[v + 1]] + r)
+            else:
+                r = self.lowest(v, widths[v])
+                if r < 0:
+                    failed.append(v)
+                    continue
+                self.take(v, r, widths[v])
             base[v] = r
-            self.take(v, r, widths[v])
         return base, failed
 
     def take(self, v: int, r: int, width: int) -> None:
         """``v`` now holds ``r`` (and ``r + 1`` for a pair): its neighbours see them held."""
         at = self.offsets[self.bounds[v] : self.bounds[v + 1]]
         for k in range(width):
-            if self._counts:
-                self.flat[at + (r + k)] += 1
-            else:
-                self.flat[at + (r + k)] = True
+            self._hold(at + (r + k))
+
+    def _hold(self, cells: np.ndarray) -> None:
+        if self._counts:
+            self.flat[cells] += 1
+        else:
+            self.flat[cells] = True
 
     def mark(self, v: int, r: int, width: int, step: int) -> list[np.ndarray]:
         """Add ``step`` (1 or -1) to the neighbours' counts of ``v``'s registers; the counts before, per register."""

@@ -71,26 +71,19 @@ class _DSatur:
         return int(tied.min())
 
     def run(self):
-        key, occupancy, w, base = self.key, self.occupancy, self.w, self.base
-        rows, flat, offsets = occupancy.count, occupancy.flat, occupancy.offsets
+        key, occupancy, w, base, done = self.key, self.occupancy, self.w, self.base, self.done
         bounds, indices, raised = self.g.indptr.tolist(), self.g.indices, len(w) + 1
         for _ in range(sum(1 for width in w if width > 0)):
             v = int(key.argmax())
-            key[v] = self.done
-            if w[v] != 1:
-                self.colour(v)
-                continue
-            row = rows[v]
-            r = int(row.argmin())
-            if row[r]:  # no register free: spill by cost, then retry
+            key[v] = done
+            r = occupancy.lowest(v, w[v])
+            if r < 0:  # no register free: spill by cost, then retry
                 self.colour(v)
                 continue
             base[v] = r
-            lo, hi = bounds[v], bounds[v + 1]
-            at = offsets[lo:hi] + r
-            before = flat[at]
-            flat[at] = before + 1
-            key[indices[lo:hi][before == 0]] += raised
+            nb = indices[bounds[v] : bounds[v + 1]]
+            for before in occupancy.mark(v, r, w[v], 1):
+                key[nb[before == 0]] += raised
         return base, self.to_spill
 
 
