@@ -35,6 +35,9 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from engine.errors import RegtuneError
+from engine.limits import MAX_LIVE
+
 
 @dataclass(frozen=True, eq=False)
 class Interference:
@@ -115,7 +118,15 @@ def _sorted_pairs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def build_interference(analysis) -> Interference:
-    """Interference graph of ``analysis`` from its live segments."""
+    """Interference graph of ``analysis`` from its live segments.
+
+    Refused before any work when more than :data:`engine.limits.MAX_LIVE`
+    registers are live at once (the graph grows with the square of that).
+    """
+    if analysis.maxlive > MAX_LIVE:
+        raise RegtuneError(f"program too large: {analysis.maxlive} registers live at once at instruction "
+                           f"{analysis.peak} (RegTune's limit is {MAX_LIVE}; the interference graph grows with "
+                           "the square of it)")
     n = len(analysis.names)
     keep = analysis.widths[analysis.seg_value] > 0
     seg_value, starts = analysis.seg_value[keep], analysis.seg_start[keep]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from engine.errors import ParseError
+from engine.fields import excerpt
+from engine.limits import MAX_DEFS, MAX_FILE_BYTES, MAX_INSTRUCTIONS, MAX_OPERANDS
 from engine.gcpause import paused_gc
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
@@ -42,12 +44,14 @@ WIDTHS = {"pred": 0, "i32": 1, "f32": 1, "f16x2": 1, "u64": 2, "f64": 2}
 
 TERMINATORS = frozenset({"br", "cbr", "exit"})
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
-_NAME_RE = re.compile(rf"^{_NAME}$")
-_DEF_RE = re.compile(rf"^%({_NAME}):([A-Za-z0-9]+)$")
-_GUARD_RE = re.compile(rf"^@(!?)%({_NAME})$")
-_OPCODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
-_IMM_RE = re.compile(r"^[^\s,%@=]+$")
+#: value, block and kernel names: ASCII, at most 128 characters
+_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,127}"
+_NAME_RE = re.compile(rf"^{_NAME}\Z")
+_DEF_RE = re.compile(rf"^%({_NAME}):([A-Za-z0-9]+)\Z")
+_GUARD_RE = re.compile(rf"^@(!?)%({_NAME})\Z")
+_OPCODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,63}\Z")
+#: an immediate, symbol or label: printable ASCII without spaces, commas, %, @ or =, at most 64 characters
+_IMM_RE = re.compile(r"^[!-~]{1,64}\Z")
 
 
 @dataclass(frozen=True)
@@ -272,10 +276,10 @@ def _parse_operand(token: str, where: str) -> Operand:
         return known
     if token.startswith("%"):
         if not _NAME_RE.match(token[1:]):
-            raise ParseError(f"{where}: bad value name {token!r}")
+            raise ParseError(f"{where}: bad value name {excerpt(token)}")
         operand = Use(token[1:])
-    elif not token or not _IMM_RE.match(token):
-        raise ParseError(f"{where}: expected an operand, got {token!r}")
+    elif not token or not _IMM_RE.match(token) or any(c in token for c in ",%@="):
+        raise ParseError(f"{where}: expected an operand, got {excerpt(token)}")
     else:
         operand = Imm(token)
     if len(_OPERANDS) < 1 << 16:
@@ -296,13 +300,16 @@ def _parse_defs(text: str, where: str) -> tuple[Value, ...]:
     if known is not None:
         return known
     defs = []
-    for token in _split_operands(text):
+    tokens = _split_operands(text)
+    if len(tokens) > MAX_DEFS:
+        raise ParseError(f"{where}: {len(tokens)} results in one instruction (the limit is {MAX_DEFS})")
+    for token in tokens:
         m = _DEF_RE.match(token)
         if not m:
-            raise ParseError(f"{where}: expected a definition '%name:type', got {token!r}")
+            raise ParseError(f"{where}: expected a definition '%name:type', got {excerpt(token)}")
         if m.group(2) not in WIDTHS:
             known = ", ".join(sorted(WIDTHS))
-            raise ParseError(f"{where}: unknown type {m.group(2)!r} of %{m.group(1)} (known: {known})")
+            raise ParseError(f"{where}: unknown type {excerpt(m.group(2))} of %{m.group(1)} (known: {known})")
         defs.append(Value(m.group(1), m.group(2)))
     names = [d.name for d in defs]
     if len(set(names)) != len(names):
@@ -334,7 +341,7 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
     if parts[0].startswith("@"):
         m = _GUARD_RE.match(parts[0])
         if not m:
-            raise ParseError(f"{where}: bad guard {parts[0]!r}, expected '@%p' or '@!%p'")
+            raise ParseError(f"{where}: bad guard {excerpt(parts[0])}, expected '@%p' or '@!%p'")
         negated, guard = m.group(1) == "!", m.group(2)
         parts = parts[1].split(None, 1) if len(parts) > 1 else []
         if not parts:
@@ -342,11 +349,13 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
     opcode = parts[0]
     if opcode not in _OPCODES:
         if not _OPCODE_RE.match(opcode):
-            raise ParseError(f"{where}: bad opcode {opcode!r}")
+            raise ParseError(f"{where}: bad opcode {excerpt(opcode)}")
         if len(_OPCODES) < 1 << 12:
             _OPCODES.add(opcode)
     known = _OPERANDS.get
     tokens = parts[1].split(",") if len(parts) > 1 and parts[1].strip() else ()
+    if len(tokens) > MAX_OPERANDS:
+        raise ParseError(f"{where}: {len(tokens)} operands in one instruction (the limit is {MAX_OPERANDS})")
     operands = tuple([known(t) or _operand_token(t, where) for t in tokens])
     ins = Instruction.make(opcode, defs, operands, guard, negated, phase)
     if opcode in _SHAPES or opcode.startswith(("ld", "st")) and opcode.split(".")[0] in ("ld", "st"):
@@ -392,6 +401,7 @@ class _Builder:
         self.branches: list[tuple[str, int]] = []
         self.guards: list[tuple[str, int]] = []
         self.phase: str | None = None
+        self.count = 0
 
     def where(self, lineno: int) -> str:
         return f"{self.source} line {lineno}"
@@ -405,7 +415,7 @@ class _Builder:
             self.phase = None if arg == "-" else arg
             return
         if word not in (".kernel", ".block") or not _NAME_RE.match(arg):
-            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME', '.block NAME' or '.phase NAME', got {line!r}")
+            raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME', '.block NAME' or '.phase NAME', got {excerpt(line)}")
         self.phase = None
         if word == ".kernel":
             if self.name is not None:
@@ -415,7 +425,7 @@ class _Builder:
         if self.name is None:
             raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME' before the first block")
         if any(b[0] == arg for b in self.blocks):
-            raise ParseError(f"{self.where(lineno)}: block {arg!r} is defined twice")
+            raise ParseError(f"{self.where(lineno)}: block {excerpt(arg)} is defined twice")
         self.blocks.append((arg, [], lineno))
 
     def instruction(self, line: str, lineno: int) -> None:
@@ -424,7 +434,10 @@ class _Builder:
             raise ParseError(f"{where}: instruction before the first '.block'")
         body = self.blocks[-1][1]
         if body and body[-1].is_terminator:
-            raise ParseError(f"{where}: instruction after the terminator '{body[-1].opcode}' of block {self.blocks[-1][0]!r}")
+            raise ParseError(f"{where}: instruction after the terminator '{body[-1].opcode}' of block {excerpt(self.blocks[-1][0])}")
+        self.count += 1
+        if self.count > MAX_INSTRUCTIONS:
+            raise ParseError(f"{where}: more than {MAX_INSTRUCTIONS} instructions (RegTune's limit for one program)")
         ins = parse_instruction(line, where, self.phase)
         for d in ins.defs:
             known = self.types.setdefault(d.name, (d.type, lineno))
@@ -444,7 +457,7 @@ class _Builder:
         if self.name is None:
             raise ParseError(f"{self.source}: empty program, expected '.kernel NAME'")
         if not self.blocks:
-            raise ParseError(f"{self.source}: program {self.name!r} has no '.block'")
+            raise ParseError(f"{self.source}: program {excerpt(self.name)} has no '.block'")
         labels = {b[0] for b in self.blocks}
         for names, lineno in self.uses:
             for name in names:
@@ -455,7 +468,7 @@ class _Builder:
                 raise ParseError(f"{self.where(lineno)}: %{name} is {self.types[name][0]}, a predicate (pred) is needed here")
         for label, lineno in self.branches:
             if label not in labels:
-                raise ParseError(f"{self.where(lineno)}: branch to unknown block {label!r}")
+                raise ParseError(f"{self.where(lineno)}: branch to unknown block {excerpt(label)}")
         return Program(self.name, tuple(Block(n, tuple(body)) for n, body, _ in self.blocks))
 
 
@@ -477,6 +490,8 @@ def parse(text: str, source: str = "<program>") -> Program:
     ...
     engine.errors.ParseError: k.txt line 3: unknown type 'f33' of %x (known: f16x2, f32, f64, i32, pred, u64)
     """
+    if len(text) > MAX_FILE_BYTES:
+        raise ParseError(f"{source}: {len(text)} characters of program text (RegTune's limit is {MAX_FILE_BYTES})")
     builder = _Builder(source)
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

@@ -27,9 +27,10 @@ import numpy as np
 
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
+from engine.fields import exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
-from engine.ir import Program, parse, print_program
+from engine.ir import Imm, Program, parse, print_program
 from engine.liveness import analyze
 from engine.spill import spill_loads_and_stores, unspilled
 from engine.verify import SEEDS, static_conflicts
@@ -169,6 +170,13 @@ def write_text_atomic(path, text: str) -> Path:
     return path
 
 
+#: the highest local-memory slot a plan may name: 512 KiB of local memory per thread (CUDA's limit) in 4-byte slots
+MAX_SPILL_SLOT = (512 * 1024) // 4 - 1
+#: top-level fields of a plan file
+PLAN_FIELDS = ("format", "version", "workload", "options", "allocator", "budget", "program", "assignment", "spills",
+               "predicted", "measured")
+
+
 def _field(data: dict, key: str, kind, source: str, default=None):
     if key not in data:
         if default is not None:
@@ -176,54 +184,86 @@ def _field(data: dict, key: str, kind, source: str, default=None):
         raise PlanError(f"{source}: missing field {key!r}")
     value = data[key]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise PlanError(f"{source}: field {key!r} must be {_KIND_NAMES[kind]}, got {_short(value)}")
+        raise PlanError(f"{source}: field {key!r} must be {_KIND_NAMES[kind]}, got {excerpt(value)}")
     return value
 
 
 _KIND_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "a list"}
 
 
-def _short(value) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _registers(name: str, regs, source: str) -> tuple[int, ...]:
-    if not isinstance(regs, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in regs):
-        raise PlanError(f"{source}: assignment of %{name} must be a list of register numbers, got {_short(regs)}")
-    return tuple(regs)
+    """Register numbers of one value: a list of one or two ints in 0..254 (the budget is checked with the
+    conflicts, where the message can say which registers the budget allows)."""
+    if not (isinstance(regs, list) and 1 <= len(regs) <= 2
+            and all(is_int(r) and 0 <= r < MAX_REGISTERS for r in regs)):
+        raise PlanError(f"{source}: assignment of %{excerpt(name)[1:-1]} must be a list of one or two register "
+                        f"numbers in 0..{MAX_REGISTERS - 1}, got {excerpt(regs)}")
+    return tuple(int(r) for r in regs)
 
 
 def _slot(name: str, slot, source: str) -> int:
-    if not isinstance(slot, int) or isinstance(slot, bool) or slot < 0:
-        raise PlanError(f"{source}: spill slot of %{name} must be a non-negative integer, got {_short(slot)}")
-    return slot
+    if not is_int(slot) or not 0 <= slot <= MAX_SPILL_SLOT:
+        raise PlanError(f"{source}: spill slot of %{excerpt(name)[1:-1]} must be an integer in 0..{MAX_SPILL_SLOT}, "
+                        f"got {excerpt(slot)}")
+    return int(slot)
+
+
+def _allocator(data: dict, source: str) -> str:
+    from engine.allocators import ALLOCATORS
+
+    known = (*sorted(ALLOCATORS), "hand")
+    value = data.get("allocator")
+    if not isinstance(value, str) or value not in known:
+        raise PlanError(f"{source}: field 'allocator' must be one of {', '.join(known)}, got {excerpt(value)}")
+    return value
+
+
+def _spill_instructions(program: Program, source: str) -> None:
+    """Spill code addresses a slot in 0..MAX_SPILL_SLOT (a kernel sizes its local arrays by it)."""
+    for i, ins in enumerate(program.instructions):
+        if ins.opcode in ("st.local", "ld.local"):
+            slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else None
+            if slot is None or not slot.isdigit() or int(slot) > MAX_SPILL_SLOT:
+                raise PlanError(f"{source}: instruction {i} ({excerpt(str(ins), 60)}): a spill slot must be an "
+                                f"integer in 0..{MAX_SPILL_SLOT}")
 
 
 def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     """Check and build a plan from its JSON object (see module invariant).
 
-    ``check=False`` skips only the assignment check (conflicts), for a session that holds a hand-edited
-    plan the window shows as broken; the file format is checked all the same."""
+    Every field is checked to its type and range before anything else reads
+    it: the budget in 1..255, registers inside the budget, spill slots in
+    0..MAX_SPILL_SLOT, the allocator a known name, the workload and options
+    inside their config space (:func:`engine.workloads.check_workload`), the
+    program within :mod:`engine.limits`. ``check=False`` skips only the
+    assignment check (conflicts), for a session that holds a hand-edited
+    plan the window shows as broken."""
+    from engine.workloads import check_workload
+
     if not isinstance(data, dict):
-        raise PlanError(f"{source}: a plan must be a JSON object, got {_short(data)}")
+        raise PlanError(f"{source}: a plan must be a JSON object, got {excerpt(data)}")
     if data.get("format") != FORMAT:
-        raise PlanError(f"{source}: field 'format' must be {FORMAT!r}, got {_short(data.get('format'))}")
+        raise PlanError(f"{source}: field 'format' must be {FORMAT!r}, got {excerpt(data.get('format'))}")
     if data.get("version") != VERSION or isinstance(data.get("version"), bool):
-        raise PlanError(f"{source}: unsupported plan version {_short(data.get('version'))} (this RegTune reads {VERSION})")
+        raise PlanError(f"{source}: unsupported plan version {excerpt(data.get('version'))} (this RegTune reads {VERSION})")
+    exact_keys(data, PLAN_FIELDS, source, required=("budget", "program", "assignment", "allocator"))
     budget = _field(data, "budget", int, source)
-    if budget < 1:
-        raise PlanError(f"{source}: field 'budget' must be at least 1, got {budget}")
+    if not 1 <= budget <= MAX_REGISTERS:
+        raise PlanError(f"{source}: field 'budget' must be an integer in 1..{MAX_REGISTERS} "
+                        f"(registers per thread), got {budget}")
+    allocator = _allocator(data, source)
+    workload, options = check_workload(_field(data, "workload", dict, source, {}),
+                                       _field(data, "options", dict, source, {}), source)
+    assignment = {n: _registers(n, r, source) for n, r in _field(data, "assignment", dict, source).items()}
+    spills = {n: _slot(n, s, source) for n, s in _field(data, "spills", dict, source, {}).items()}
     try:
         program = parse(_field(data, "program", str, source), f"{source}: field 'program'")
     except PlanError:
         raise
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
-    assignment = {n: _registers(n, r, source) for n, r in _field(data, "assignment", dict, source).items()}
-    spills = {n: _slot(n, s, source) for n, s in _field(data, "spills", dict, source, {}).items()}
-    plan = Plan(program, assignment, spills, budget, _field(data, "allocator", str, source),
-                _field(data, "workload", dict, source, {}), _field(data, "options", dict, source, {}),
+    _spill_instructions(program, source)
+    plan = Plan(program, assignment, spills, budget, allocator, workload, options,
                 _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
     if check:
         check_plan(plan, source)

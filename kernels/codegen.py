@@ -47,13 +47,17 @@ True
 
 from __future__ import annotations
 
+import ast
+import builtins
 import keyword
 import math
+import re
 from dataclasses import dataclass
 
 from engine.errors import RegtuneError
+from engine.fields import excerpt
 from engine.ir import Imm, Instruction, Program, Use, successors
-from engine.plan import Plan
+from engine.plan import MAX_SPILL_SLOT, Plan
 
 SPILL_MODES = ("plan", "compiler")
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
@@ -102,9 +106,26 @@ class KernelSource:
     body: str = ""
 
 
-def _identifier(name: str, taken: set) -> str:
+#: a Python name the generated source may use: ASCII only (Python folds full-width and other look-alike
+#: letters to ASCII under NFKC, so ``ｃｕｄａ`` would be ``cuda``)
+_PY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _usable(name: str, reserved=None) -> bool:
+    """A name the kernel function can bind without shadowing what its body reads: not a keyword, dunder,
+    builtin or one of :data:`_RESERVED` (``reserved`` instead, for the kernel function's own name)."""
+    return (bool(_PY_NAME.fullmatch(name)) and not keyword.iskeyword(name) and not keyword.issoftkeyword(name)
+            and name not in (_RESERVED if reserved is None else reserved)
+            and not (name.startswith("__") and name.endswith("__")))
+
+
+def _identifier(name: str, taken: set, reserved=None) -> str:
+    """The Python name of an IR name (already ASCII by the IR's grammar; dots become ``__``), prefixed with
+    ``v_`` when it would shadow a keyword, a builtin, one of the module's own names or a name taken before."""
     base = name.replace(".", "__")
-    if keyword.iskeyword(base) or base in _RESERVED or base in taken:
+    if not _PY_NAME.fullmatch(base):
+        raise KernelError(f"name {excerpt(name)} cannot be written in Python")
+    if not _usable(base, reserved) or base in taken:
         base = f"v_{base}"
     while base in taken:
         base += "_"
@@ -112,8 +133,19 @@ def _identifier(name: str, taken: set) -> str:
     return base
 
 
-def _float(text: str) -> str:
-    value = float(text)
+def _number(text: str, where: str, kind=int):
+    """An immediate as ``int`` (any base Python reads) or ``float``: the only way file text becomes source."""
+    try:
+        return int(text, 0) if kind is int else float(text)
+    except (ValueError, OverflowError):
+        raise KernelError(f"{where}: immediate {excerpt(text)} is not {'an integer' if kind is int else 'a number'}") \
+            from None
+
+
+def _float(text: str, where: str) -> str:
+    value = _number(text, where, float)
+    if math.isnan(value):
+        return "float32(math.nan)"
     if math.isinf(value):
         return "float32(-math.inf)" if value < 0 else "float32(math.inf)"
     return f"float32({value!r})"
@@ -158,8 +190,10 @@ class _Pointers:
         return self.base[name]
 
 
-def _element(offset: Imm, where: str) -> int:
-    value = int(offset.text, 0)
+def _element(offset, where: str) -> int:
+    if not isinstance(offset, Imm):
+        raise KernelError(f"{where}: the byte offset must be an immediate")
+    value = _number(offset.text, where)
     if value % 4:
         raise KernelError(f"{where}: byte offset {value} is not a multiple of 4 (f32 elements)")
     return value // 4
@@ -171,8 +205,12 @@ class _Writer:
         self.spills = spills
         self.pointers = _Pointers(self.program)
         self.lines: list[str] = []
-        self.taken: set = set()
-        self.names = {n: _identifier(n, self.taken) for n in sorted(self.program.values)}
+        # parameter names are the kernel's argument names: no value may take one, except the value a
+        # parameter defines under its own name (``%alpha:f32 = param alpha``)
+        own = {i.operands[0].text: i.defs[0].name for i in self.program.instructions
+               if i.opcode == "param" and len(i.operands) == 1 and len(i.defs) == 1}
+        self.taken: set = set(own)
+        self.names = {n: n if own.get(n) == n else _identifier(n, self.taken) for n in sorted(self.program.values)}
         self.current: dict[str, str] = {}
         self.versions: dict[str, int] = {}
         self.block_index = {b.name: i for i, b in enumerate(self.program.blocks)}
@@ -272,10 +310,10 @@ class _Writer:
         if isinstance(op, Use):
             return self.use(op.name)
         if type_ in ("f32", "f16x2", "f64"):
-            return _float(op.text)
+            return _float(op.text, where)
         if type_ == "u64":
             return f"uint64({_element(op, where)})"
-        return str(int(op.text, 0))
+        return str(_number(op.text, where))
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -328,6 +366,9 @@ class _Writer:
             kind = self.program.values[ops[0].name].type if isinstance(ops[0], Use) else "i32"
             a, b = (self.operand(o, kind, where) for o in ops)
             return f"{a} {cmp} {b}"
+        if op in ("ld.global", "st.global") and (len(ops) != (2 if op == "ld.global" else 3)
+                                                 or not isinstance(ops[0], Use) or len(ins.defs) > 1):
+            raise KernelError(f"{where}: expected '{op} %ADDRESS, OFFSET{'' if op == 'ld.global' else ', VALUE'}'")
         if op == "ld.global":
             array = self.pointers.array(ops[0].name, where)
             return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}]"
@@ -342,9 +383,12 @@ class _Writer:
         return self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
 
     def param(self, ins: Instruction, where: str) -> str:
-        symbol = ins.operands[0].text
-        if not symbol.isidentifier() or symbol in _RESERVED:
-            raise KernelError(f"{where}: parameter name {symbol!r} is not usable in Python")
+        symbol = ins.operands[0].text if len(ins.operands) == 1 and len(ins.defs) == 1 else ""
+        if not _usable(symbol):
+            raise KernelError(f"{where}: parameter name {excerpt(symbol)} is not usable in Python (ASCII letters, "
+                              "digits and _, not a keyword, builtin or a name of the kernel module)")
+        if symbol in self.params:
+            raise KernelError(f"{where}: parameter {symbol} is declared twice")
         self.params.append(symbol)
         if ins.defs[0].type == "u64":
             self.array_params.append(symbol)
@@ -359,9 +403,11 @@ class _Writer:
         if op == "mov" and len(args) == 1:
             return args[0]
         if op == "mul.wide.s32":
-            if int(ins.operands[1].text, 0) % 4:
-                raise KernelError(f"{where}: byte scale {ins.operands[1].text} is not a multiple of 4")
-            scale = int(ins.operands[1].text, 0) // 4
+            scale = _number(ins.operands[1].text, where) if len(ins.operands) == 2 and \
+                isinstance(ins.operands[1], Imm) else 1
+            if scale % 4:
+                raise KernelError(f"{where}: byte scale {scale} is not a multiple of 4")
+            scale //= 4
             return f"uint64({args[0]})" + (f" * uint64({scale})" if scale != 1 else "")
         if type_ == "u64" and op in ("add", "sub") and len(args) == 2:
             return f"{args[0]} {'+' if op == 'add' else '-'} {args[1]}"
@@ -376,7 +422,9 @@ class _Writer:
         if op == "rcp" and type_ == "f32":
             return f"float32(1) / {args[0]}"
         if op == "shfl.sync.bfly" and len(args) == 2:
-            return f"cuda.shfl_xor_sync(0xFFFFFFFF, {args[0]}, {int(ins.operands[1].text, 0)})"
+            if not isinstance(ins.operands[1], Imm):
+                raise KernelError(f"{where}: the shuffle's lane mask must be an immediate")
+            return f"cuda.shfl_xor_sync(0xFFFFFFFF, {args[0]}, {_number(ins.operands[1].text, where) & 31})"
         if op == "cvt.rn.f16x2.f32":
             return f"(float16({args[0]}), float16({args[1]}))"
         if op in ("cvt.f32.f16.lo", "cvt.f32.f16.hi"):
@@ -384,20 +432,23 @@ class _Writer:
         raise KernelError(f"{where}: opcode {op} has no CUDA lowering")
 
     def spill(self, ins: Instruction, where: str) -> str:
+        slot = _spill_slot(ins, where)
         if ins.opcode == "st.local":
+            if len(ins.operands) != 2 or not isinstance(ins.operands[1], Use):
+                raise KernelError(f"{where}: expected 'st.local SLOT, %VALUE'")
             value = ins.operands[1].name
             type_ = self.program.values[value].type
             if self.spills == "compiler":
-                return f"{self._slot_name(ins.operands[0].text, type_)} = {self.use(value)}"
+                return f"{self._slot_name(slot, type_)} = {self.use(value)}"
             self.stores += 1
-            return f"spill_{_array_kind(type_)}[{int(ins.operands[0].text)}] = {self.use(value)}"
+            return f"spill_{_array_kind(type_)}[{slot}] = {self.use(value)}"
         type_ = ins.defs[0].type
         if self.spills == "compiler":
-            return self._slot_name(ins.operands[0].text, type_)
+            return self._slot_name(slot, type_)
         self.loads += 1
-        return f"spill_{_array_kind(type_)}[{int(ins.operands[0].text)} + spill_zero]"
+        return f"spill_{_array_kind(type_)}[{slot} + spill_zero]"
 
-    def _slot_name(self, slot: str, type_: str) -> str:
+    def _slot_name(self, slot: int, type_: str) -> str:
         name = f"slot_{slot}_{_array_kind(type_)}"
         self.taken.add(name)
         return name
@@ -493,6 +544,14 @@ class _Writer:
             self.emit(depth, "pass")
 
 
+def _spill_slot(ins: Instruction, where: str) -> int:
+    """The local-memory slot of spill code, as an int in 0..MAX_SPILL_SLOT."""
+    slot = _number(ins.operands[0].text, where) if ins.operands and isinstance(ins.operands[0], Imm) else -1
+    if not 0 <= slot <= MAX_SPILL_SLOT:
+        raise KernelError(f"{where}: a spill slot must be an integer in 0..{MAX_SPILL_SLOT}")
+    return slot
+
+
 #: types that can cross blocks in a carry array (f16 pairs are tuples, predicates booleans: they stay variables)
 _CARRY_TYPES = {"f32": "f32", "i32": "i32", "u64": "u64", "f64": "f64"}
 
@@ -521,7 +580,7 @@ def _adjust_trips(program: Program, trips: dict | None) -> Program:
             cond = ins[-1].operands[0].name
             for k, i in enumerate(ins):
                 if cond in [d.name for d in i.defs] and i.opcode == "setp.lt" and isinstance(i.operands[1], Imm):
-                    ins[k] = Instruction(i.opcode, i.defs, (i.operands[0], Imm(str(trips[block.name]))), i.guard,
+                    ins[k] = Instruction(i.opcode, i.defs, (i.operands[0], Imm(str(int(trips[block.name])))), i.guard,
                                          i.guard_negated, i.phase)
         blocks.append(Block(block.name, tuple(ins)))
     return replace_blocks(program, blocks)
@@ -537,7 +596,7 @@ def loop_trips(program: Program) -> dict:
         for i in block.instructions:
             if i.opcode == "setp.lt" and any(d.name == last.operands[0].name for d in i.defs) \
                     and isinstance(i.operands[1], Imm):
-                found[block.name] = int(i.operands[1].text, 0)
+                found[block.name] = _number(i.operands[1].text, f"block {block.name}")
     return found
 
 
@@ -548,8 +607,8 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
     program = _adjust_trips(plan.program, trips)
     w = _Writer(plan.with_(program=program) if trips else plan, spills)
     w.region(0, len(program.blocks), 1)
-    slots = 1 + max([int(i.operands[0].text) for i in program.instructions
-                     if i.opcode in ("st.local", "ld.local")], default=-1)
+    slots = 1 + max([_spill_slot(i, f"instruction {k} ({excerpt(str(i), 60)})")
+                     for k, i in enumerate(program.instructions) if i.opcode in ("st.local", "ld.local")], default=-1)
     head = []
     text_so_far = "\n".join(w.lines)
     for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
@@ -560,7 +619,7 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
         for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
             if f"spill_{kind}[" in "\n".join(w.lines):
                 head.append(f"    spill_{kind} = cuda.local.array({slots}, {numba_type})")
-    name = _identifier(program.name, set(_RESERVED))
+    name = _identifier(program.name, set(), _MODULE_NAMES)
     params = w.params + ["spill_zero"]
     text = "\n".join([f"def {name}({', '.join(params)}):"] + head + w.lines) + "\n"
     return text, w, name, params
@@ -709,28 +768,50 @@ if __name__ == "__main__":
 
 def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, trips: dict) -> list[str]:
     workload, options = plan.workload or {}, plan.options or {}
-    lines = [f"WORKLOAD = {workload!r}", f"ALLOCATOR = {plan.allocator!r}",
-             f"MAX_REGISTERS = {plan.budget}", f"PARAMS = {tuple(params)!r}",
+    lines = [f"WORKLOAD = {_literal(workload)}", f"ALLOCATOR = {str(plan.allocator)!r}",
+             f"KERNEL = {str(plan.program.name)!r}",
+             f"MAX_REGISTERS = {int(plan.budget)}", f"PARAMS = {tuple(params)!r}",
              f"ARRAYS = {tuple(w.array_params)!r}", f"SIGNATURE = {signature!r}",
              f"THREADS_PER_BLOCK = {int(options.get('threads_per_block', 128))}"]
     if workload.get("kind") == "gemm":
-        lines += [f"M, N, K = {workload['m']}, {workload['n']}, {workload['k']}",
+        lines += [f"M, N, K = {int(workload['m'])}, {int(workload['n'])}, {int(workload['k'])}",
                   f"MATRICES_PER_BLOCK = {int(options.get('matrices_per_block', 1))}",
                   "TOLERANCE = 1e-5  # max abs error per unit of K, inputs uniform in [-1, 1]"]
     elif workload.get("kind") == "mha":
         all_trips = loop_trips(plan.program)
-        lines += [f"HEADS, GROUPS, HEAD_DIM, SEQ_LEN = {workload['heads']}, {workload['groups']}, "
-                  f"{workload['head_dim']}, {workload.get('seq_len', 2048)}",
+        lines += [f"HEADS, GROUPS, HEAD_DIM, SEQ_LEN = {int(workload['heads'])}, {int(workload['groups'])}, "
+                  f"{int(workload['head_dim'])}, {int(workload.get('seq_len', 2048))}",
                   f"TPR, BC = {int(options.get('tpr', 1))}, {int(options.get('bc', 16))}",
-                  f"TRIPS = {min(list((trips or all_trips).values()) or [0])}  # K/V tiles each query row sees",
+                  f"TRIPS = {int(min(list((trips or all_trips).values()) or [0]))}  # K/V tiles each query row sees",
                   ("TOLERANCE = 2e-3  # max abs error; scores and probabilities pass through f16 (fp16-softmax)"
                    if any(v.type == "f16x2" for v in plan.program.values.values())
                    else "TOLERANCE = 1e-4  # max abs error, inputs uniform in [-1, 1]")]
     return lines
 
 
+def _literal(value) -> str:
+    """A JSON-like value (a checked plan's workload) as Python source: numbers through int/float, strings
+    through repr, containers rebuilt; anything else is refused."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, str):
+        return repr(str(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{repr(str(k))}: {_literal(v)}" for k, v in value.items()) + "}"
+    raise KernelError(f"a plan field holds {type(value).__name__}, which a kernel module cannot carry")
+
+
 def _signature(program: Program, params: list, arrays: list) -> str:
     types = {ins.operands[0].text: ins.defs[0].type for ins in program.instructions if ins.opcode == "param"}
+    unknown = [p for p in params[:-1] if p not in arrays and types[p] not in NUMBA_TYPES]
+    if unknown:
+        raise KernelError(f"parameter {unknown[0]} has type {types[unknown[0]]}, which a kernel cannot take")
     parts = ["float32[::1]" if p in arrays else NUMBA_TYPES[types[p]] for p in params[:-1]]
     return f"void({', '.join(parts + ['int32'])})"
 
@@ -743,7 +824,7 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
     body, w, name, params = kernel_body(plan, spills, trips)
     signature = _signature(plan.program, params, w.array_params)
     kind = (plan.workload or {}).get("kind")
-    header = (f'"""RegTune kernel: {plan.program.name}, plan {plan.allocator!r}, budget {plan.budget} registers.\n\n'
+    header = ('"""A RegTune kernel (the plan, its program and budget: ALLOCATOR, KERNEL and MAX_REGISTERS below).\n\n'
               "Generated from a RegTune plan. It realizes the plan's instruction order, tiling and register\n"
               "cap; ptxas allocates registers again, so the plan's register names are not what the GPU gets.\n"
               + ("Planned spill code is kept: stores go to spill_*[SLOT], reloads read spill_*[SLOT + spill_zero]\n"
@@ -755,3 +836,31 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
              _MAIN.format(name=name) if kind in ("gemm", "mha") else ""]
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
                         w.stores, w.loads, plan.budget, body)
+
+
+def _module_names() -> set:
+    """Every name the generated module binds at its top level (helpers, constants, imports): the kernel
+    function's name must be none of them (nor a name its body reads)."""
+    names = set(_RESERVED)
+    statements = [node for t in (_HELPERS, _GEMM, _MHA, _MAIN.format(name="kernel_function"))
+                  for node in ast.parse(t).body]
+    while statements:
+        node = statements.pop()
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            statements.extend(node.body + getattr(node, "orelse", []))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    names.update(("WORKLOAD", "ALLOCATOR", "KERNEL", "MAX_REGISTERS", "PARAMS", "ARRAYS", "SIGNATURE",
+                  "THREADS_PER_BLOCK", "M", "N", "K", "MATRICES_PER_BLOCK", "TOLERANCE", "HEADS", "GROUPS",
+                  "HEAD_DIM", "SEQ_LEN", "TPR", "BC", "TRIPS", "sys", "np", "math", "config", "cuda",
+                  "float32", "int32", "int64", "uint64"))
+    return names
+
+
+#: what a kernel body reads besides its own names: builtins and the module's imports
+_RESERVED = frozenset(_RESERVED | set(dir(builtins)))
+_MODULE_NAMES = frozenset(_module_names())

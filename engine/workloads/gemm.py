@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine import fields
+from engine.errors import PlanError, RegtuneError
 from engine.ir import Program
 from engine.liveness import analyze
 from engine.workloads.writer import ProgramWriter
@@ -46,6 +47,52 @@ class Gemm:
 
     def as_dict(self) -> dict:
         return {"kind": "gemm", "m": self.m, "n": self.n, "k": self.k, "dtype": "f32"}
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str) -> "Gemm":
+        """The config a plan file names, every field checked (see :mod:`engine.fields`).
+
+        Examples
+        --------
+        >>> Gemm.from_dict({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, "plan.json: workload")
+        Gemm(m=8, n=8, k=8)
+        >>> Gemm.from_dict({"kind": "gemm", "m": "8)", "n": 8, "k": 8}, "plan.json: workload")
+        Traceback (most recent call last):
+        ...
+        engine.errors.PlanError: plan.json: workload: field 'm' must be an integer in 2..16, got '8)'
+        """
+        fields.exact_keys(data, ("kind", "m", "n", "k", "dtype"), where, required=("kind", "m", "n", "k"))
+        if "dtype" in data:
+            fields.choice(data, "dtype", where, ("f32",))
+        return cls(*(fields.integer(data, key, where, SIZES.start, SIZES.stop - 1) for key in ("m", "n", "k")))
+
+
+#: options a GEMM plan may carry (those :func:`build_gemm` writes, and the session's architecture)
+OPTION_KEYS = ("tile", "schedule", "threads_per_block", "matrices_per_block", "arch")
+
+
+def check_options(w: Gemm, options: dict, where: str) -> dict:
+    """The options of a GEMM plan file, checked against the config (tile divides C, counts derived from it)."""
+    from engine.arch import ARCHS
+
+    fields.exact_keys(options, OPTION_KEYS, where)
+    out = {}
+    if "tile" in options:
+        tile = options["tile"]
+        if not (isinstance(tile, list) and len(tile) == 2 and all(fields.is_int(t) for t in tile)
+                and 1 <= tile[0] <= w.m and 1 <= tile[1] <= w.n and not w.m % tile[0] and not w.n % tile[1]):
+            raise PlanError(f"{where}: field 'tile' must be [TM, TN] dividing C ({w.m}x{w.n}), "
+                            f"got {fields.excerpt(tile)}")
+        out["tile"] = [int(tile[0]), int(tile[1])]
+    if "schedule" in options:
+        out["schedule"] = fields.choice(options, "schedule", where, SCHEDULES)
+    for key, derive in (("threads_per_block", threads_per_block), ("matrices_per_block", matrices_per_block)):
+        if key in options:
+            allowed = (derive(w, tuple(out["tile"])),) if "tile" in out else None
+            out[key] = fields.integer(options, key, where, 1, 1024, allowed)
+    if "arch" in options:
+        out["arch"] = fields.choice(options, "arch", where, ARCHS)
+    return out
 
 
 def gemm_configs() -> list[Gemm]:

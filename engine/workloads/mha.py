@@ -38,7 +38,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine import fields
+from engine.errors import PlanError, RegtuneError
 from engine.ir import Program
 from engine.workloads.writer import ProgramWriter
 
@@ -64,6 +65,62 @@ class Mha:
     def as_dict(self) -> dict:
         return {"kind": "mha", "heads": self.heads, "batch": self.batch, "head_dim": self.head_dim,
                 "groups": self.groups, "seq_len": self.seq_len, "dtype": "f32"}
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str) -> "Mha":
+        """The config a plan file names, every field checked against the config space.
+
+        Examples
+        --------
+        >>> Mha.from_dict({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4}, "p.json")
+        Mha(heads=32, batch=64, head_dim=64, groups=4, seq_len=2048)
+        """
+        fields.exact_keys(data, ("kind", "heads", "batch", "head_dim", "groups", "seq_len", "dtype"), where,
+                          required=("kind", "heads", "batch", "head_dim", "groups"))
+        if "dtype" in data:
+            fields.choice(data, "dtype", where, ("f32",))
+        values = [fields.integer(data, key, where, min(allowed), max(allowed), allowed)
+                  for key, allowed in (("heads", HEADS), ("batch", BATCHES), ("head_dim", HEAD_DIMS),
+                                       ("groups", GROUPS))]
+        if "seq_len" in data:
+            fields.integer(data, "seq_len", where, SEQ_LEN, SEQ_LEN)
+        return cls(*values)
+
+
+#: options an MHA plan may carry (those :func:`build_mha` writes, and the session's architecture)
+OPTION_KEYS = ("strategies", "bc", "projection", "tpr", "elements", "trips", "threads_per_block", "arch")
+
+
+def check_options(w: Mha, options: dict, where: str) -> dict:
+    """The options of an MHA plan file, checked (known strategies, a tile size that divides seq_len, counts
+    derived from the config)."""
+    from engine.arch import ARCHS
+
+    fields.exact_keys(options, OPTION_KEYS, where)
+    out = {}
+    if "strategies" in options:
+        names = options["strategies"]
+        if not isinstance(names, list) or len(names) > len(STRATEGIES) or len(set(map(str, names))) != len(names) \
+                or any(not isinstance(s, str) or s not in STRATEGIES for s in names):
+            raise PlanError(f"{where}: field 'strategies' must be a list of distinct names from "
+                            f"{', '.join(STRATEGIES)}, got {fields.excerpt(names)}")
+        out["strategies"] = list(names)
+    if "bc" in options:
+        out["bc"] = fields.integer(options, "bc", where, 2, SEQ_LEN)
+        if out["bc"] % 2 or SEQ_LEN % out["bc"]:
+            raise PlanError(f"{where}: field 'bc' must be even and divide {SEQ_LEN}, got {out['bc']}")
+    if "projection" in options:
+        out["projection"] = fields.boolean(options, "projection", where)
+    tpr = threads_per_row(w.head_dim)
+    for key, allowed in (("tpr", (tpr,)), ("elements", (w.head_dim // tpr,)),
+                         ("threads_per_block", (THREADS_PER_BLOCK,))):
+        if key in options:
+            out[key] = fields.integer(options, key, where, 1, 1024, allowed)
+    if "trips" in options:
+        out["trips"] = fields.integer(options, "trips", where, 1, SEQ_LEN)
+    if "arch" in options:
+        out["arch"] = fields.choice(options, "arch", where, ARCHS)
+    return out
 
 
 def mha_configs() -> list[Mha]:

@@ -1,0 +1,26 @@
+"""The sizes RegTune accepts from a file, so that a small file cannot take the machine.
+
+Each limit is checked once, before the work it bounds starts, and a
+program or plan beyond it is refused with one line that names the limit
+(README, "Limits"). The figures: a program costs about 40 bytes of memory
+per byte of text; the interference graph grows with the square of the
+values live at once (8,000 live values needed 2 GB); the interpreter's
+work per step grows with an instruction's operands.
+
+Invariant: every number here is a documented, user-visible limit; none is
+a tuning knob that changes results below it.
+"""
+
+#: bytes of a plan, session or program file (the program text of a plan included)
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: instructions of one program (the benchmark programs have 5,000; naive's spill code makes 22,000 of them)
+MAX_INSTRUCTIONS = 200_000
+#: operands of one instruction (PTX's widest instructions have a handful)
+MAX_OPERANDS = 16
+#: results of one instruction (ld.global.v4 has four)
+MAX_DEFS = 8
+#: registers live at once (MAXLIVE) for which the interference graph is built (the largest GEMM program
+#: of the config space, load-all-first with a 16x16 tile, has under 1,000)
+MAX_LIVE = 2048
+#: seconds the execution check may run on one plan before it stops with a message
+CHECK_SECONDS = 120.0
