@@ -28,3 +28,7 @@ class VerificationError(RegtuneError):
 
 class InterpreterError(RegtuneError):
     """The IR interpreter could not run a program (undefined value, step limit)."""
+
+
+class TimeLimitError(InterpreterError):
+    """A run went past its time limit (the execution check of a plan that runs too long)."""

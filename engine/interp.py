@@ -42,10 +42,11 @@ True
 from __future__ import annotations
 
 import functools
+import time
 import zlib
 from dataclasses import dataclass, field
 
-from engine.errors import InterpreterError
+from engine.errors import InterpreterError, TimeLimitError
 from engine.gcpause import paused_gc
 from engine.ir import Imm, Instruction, Program, Use
 
@@ -286,8 +287,9 @@ class _Run:
     them apart raises :class:`_Diverged` (see :func:`run_together`).
     """
 
-    def __init__(self, program: Program, prepared: tuple, seeds, registers: dict | None, max_steps: int):
-        self.program, self.max_steps = program, max_steps
+    def __init__(self, program: Program, prepared: tuple, seeds, registers: dict | None, max_steps: int,
+                 deadline: float | None = None):
+        self.program, self.max_steps, self.deadline = program, max_steps, deadline
         self.code, constants = prepared
         self.traces = [Trace(executed=[0] * len(self.code)) for _ in seeds]
         self.lanes = [({**_initial_env(seed, registers), **constants}, {}, seed, trace.stores)
@@ -302,13 +304,14 @@ class _Run:
 
     def _loop(self, executed: list) -> int:
         code, lanes = self.code, self.lanes
-        pc, n, steps, limit = 0, len(code), 0, self.max_steps
+        pc, n, steps = 0, len(code), 0
+        limit = self._checkpoint(0, 0)
         try:
             while pc < n:
                 kind, reads, writes, guard, negated, fn, extra = code[pc]
                 steps += 1
                 if steps > limit:
-                    raise InterpreterError(f"step limit of {limit} instructions reached at {self._where(pc)}")
+                    limit = self._checkpoint(steps, pc)
                 executed[pc] += 1
                 if kind >= BRANCH:
                     pc = self._jump(pc, kind, reads, guard, negated, extra)
@@ -383,6 +386,15 @@ class _Run:
             raise _Diverged
         return targets.pop()
 
+    def _checkpoint(self, steps: int, pc: int) -> int:
+        """Stop at the step limit or past the deadline; else the step of the next check (every 16k steps,
+        so the clock costs nothing per instruction)."""
+        if steps > self.max_steps:
+            raise InterpreterError(f"step limit of {self.max_steps} instructions reached at {self._where(pc)}")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeLimitError(f"time limit reached after {steps} instructions at {self._where(pc)}")
+        return min(steps + 16384, self.max_steps)
+
     def _where(self, pc: int) -> str:
         return f"instruction {pc} ({self.program.instructions[pc]})"
 
@@ -422,7 +434,8 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
 
 
 @paused_gc
-def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000) -> bool:
+def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000,
+                 deadline: float | None = None) -> bool:
     """Run several seeds in lockstep and memoize their traces for :func:`run`; False where that could not be done.
 
     The traces are exactly those single runs would give. When the seeds
@@ -443,7 +456,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
     if len(todo) < 2:
         return True
     try:
-        traces = _Run(program, _prepared(program, registers), todo, registers, max_steps).execute()
+        traces = _Run(program, _prepared(program, registers), todo, registers, max_steps, deadline).execute()
     except (_Diverged, InterpreterError):
         return False
     for seed, trace in zip(todo, traces):
@@ -456,7 +469,8 @@ def _memoized(memo: dict, key, registers) -> bool:
 
 
 @paused_gc
-def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000) -> Trace:
+def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
+        deadline: float | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 
     Parameters
@@ -464,6 +478,7 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     registers : None to hold values by name, or an assignment
         (value name -> register indices) to run on a physical register file.
     max_steps : the run stops with an error after this many instructions.
+    deadline : a ``time.monotonic()`` past which the run stops with an error (None: no time limit).
 
     Runs are memoized on the (immutable) program, per seed and per
     assignment object: treat the returned trace as read-only.
@@ -472,6 +487,6 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     key = (seed, max_steps, id(registers))
     if _memoized(memo, key, registers):
         return memo[key][1]
-    trace = _Run(program, _prepared(program, registers), (seed,), registers, max_steps).execute()[0]
+    trace = _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline).execute()[0]
     memo[key] = (registers, trace)
     return trace

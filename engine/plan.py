@@ -18,8 +18,10 @@ True
 from __future__ import annotations
 
 import json
+import glob
 import os
-import tempfile
+import secrets
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from engine.fields import exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Imm, Program, parse, print_program
+from engine.limits import MAX_FILE_BYTES
 from engine.liveness import analyze
 from engine.spill import spill_loads_and_stores, unspilled
 from engine.verify import SEEDS, static_conflicts
@@ -155,19 +158,80 @@ def write_plan(plan: Plan, path) -> Path:
     return write_text_atomic(path, json.dumps(plan_to_dict(plan), indent=1) + "\n")
 
 
+TMP_SUFFIX = ".regtune-tmp"
+
+
 def write_text_atomic(path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    """Write ``text`` to ``path`` through a temporary file, fsync and a rename.
+
+    The file gets the mode a plain ``open(path, "w")`` would give (0666 less
+    the umask: plans are meant to be shared). The temporary file's name holds
+    the writer's process id, so a write that was killed halfway leaves a
+    file the next write to the same path removes.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    folder = path.parent
+    _remove_stale_temporaries(path)
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # the umask applies, as for open()
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def check_writable(path, what: str = "output file") -> Path:
+    """Raise a one-line :class:`RegtuneError` unless ``path`` can be written as a file, before any work:
+    its folder exists and takes a new file (tried, not guessed: /proc and read-only mounts say no to a
+    real create only), and ``path`` is not a folder."""
+    text = str(path)
+    if not text.strip():
+        raise RegtuneError(f"{what}: an empty path")
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise RegtuneError(f"{what} {excerpt(text, 80)}: is a folder, not a file")
+    if not folder.is_dir():
+        raise RegtuneError(f"{what} {excerpt(text, 80)}: folder {excerpt(str(folder), 80)} does not exist")
+    probe = folder / f".{path.name}.{os.getpid()}.probe{TMP_SUFFIX}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as exc:
+        raise RegtuneError(f"{what} {excerpt(text, 80)}: cannot write there ({exc.strerror or exc})") from None
+    return path
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Temporary files of earlier writes to ``path`` whose writer process is gone."""
+    try:
+        candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"))
+    except OSError:
+        return
+    for tmp in candidates:
+        pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 #: the highest local-memory slot a plan may name: 512 KiB of local memory per thread (CUDA's limit) in 4-byte slots
@@ -278,17 +342,34 @@ def check_plan(plan: Plan, source: str = "<plan>") -> None:
         raise PlanError(f"{source}: {conflicts[0].message}{more}")
 
 
-def load_plan(path) -> Plan:
-    """Read and check a plan file (see module invariant)."""
+def read_text(path, error=PlanError) -> str:
+    """A file's text, refused in one line when missing, unreadable, not a regular file or over
+    :data:`engine.limits.MAX_FILE_BYTES` (checked before reading, so /dev/zero or a 5 GB file costs nothing)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise error(f"{path}: not a regular file")
+            data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise PlanError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError(f"{path}: cannot read: {exc}") from None
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not a file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise error(f"{path}: larger than {MAX_FILE_BYTES} bytes (RegTune's limit for a plan or program file)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_plan(path) -> Plan:
+    """Read and check a plan file (see module invariant)."""
+    text = read_text(path)
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+        raise PlanError(f"{path}: not valid JSON: {excerpt(str(exc), 80)[1:-1]}") from None
     return plan_from_dict(data, str(path))

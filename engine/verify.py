@@ -24,16 +24,17 @@ Examples
 
 from __future__ import annotations
 
-import functools
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import VerificationError
+from engine.errors import TimeLimitError, VerificationError
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Program
 from engine.interference import overlapping_pairs
+from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
 from engine.spill import spill_code_of, unspilled
 
@@ -150,7 +151,7 @@ SEEDS = (0, 1, 2)
 
 @paused_gc
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
-                     max_steps: int = 2_000_000) -> int:
+                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> int:
     """Run original and allocated programs on random inputs; return the stores compared.
 
     The seeds run in lockstep through each program where their paths agree
@@ -161,25 +162,39 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     VerificationError
         naming the seed, the first store that differs and its address.
     InterpreterError
-        when a run reads an undefined value or exceeds ``max_steps``.
+        when a run reads an undefined value, exceeds ``max_steps`` or runs
+        past ``max_seconds`` (all runs together; None: no time limit).
     """
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     original = unspilled(program, spills)
-    run_together(original, seeds, None, max_steps)
-    run_together(program, seeds, assignment, max_steps)
-    compared = 0
-    for seed in seeds:
-        want = reference_stores(original, seed, max_steps)
-        got = run(program, seed, registers=assignment, max_steps=max_steps).stores
-        compared += len(want)
-        if got != want:
-            raise VerificationError(_first_difference(seed, want, got))
+    try:
+        run_together(original, seeds, None, max_steps, deadline)
+        run_together(program, seeds, assignment, max_steps, deadline)
+        compared = 0
+        for seed in seeds:
+            want = reference_stores(original, seed, max_steps, deadline)
+            got = run(program, seed, registers=assignment, max_steps=max_steps, deadline=deadline).stores
+            compared += len(want)
+            if got != want:
+                raise VerificationError(_first_difference(seed, want, got))
+    except TimeLimitError as exc:
+        raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s: {exc}") from None
     return compared
 
 
-@functools.lru_cache(maxsize=32)
-def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000) -> list:
-    """Stores of ``program`` on virtual registers (cached: plans of one program share it)."""
-    return run(program, seed, max_steps=max_steps).stores
+def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000, deadline: float | None = None) -> list:
+    """Stores of ``program`` on virtual registers (cached: plans of one program share it; the deadline
+    bounds only a run that is not cached yet)."""
+    key = (program, seed, max_steps)
+    if key not in _REFERENCE:
+        _REFERENCE[key] = run(program, seed, max_steps=max_steps, deadline=deadline).stores
+        while len(_REFERENCE) > 32:
+            _REFERENCE.pop(next(iter(_REFERENCE)))
+    return _REFERENCE[key]
+
+
+#: the reference stores of the last 32 (program, seed, step limit) runs, oldest first
+_REFERENCE: dict = {}
 
 
 def _first_difference(seed: int, want: list, got: list) -> str:

@@ -22,13 +22,21 @@ from pathlib import Path
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
+from engine.fields import excerpt
+from engine.limits import CHECK_SECONDS
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, check_plan, load_plan, registers_used, write_plan
+from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, read_text, registers_used, write_plan
 from engine.verify import verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
 from gui.cli_kernels import add_kernel_commands
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """A message as one line of at most ``limit`` characters, control characters escaped."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,21 +48,50 @@ class _Parser(argparse.ArgumentParser):
 
 def read_program(path: str) -> Program:
     """Parse a program file, naming the file in every error."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RegtuneError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegtuneError(f"{path}: cannot read: {exc}") from None
-    return parse(text, path)
+    return parse(read_text(path, RegtuneError), path)
 
 
 def _tile(text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() and 1 <= int(p) <= 16 for p in parts):
+        raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
+                           f"got {excerpt(text)}")
+    return int(parts[0]), int(parts[1])
+
+
+def budget(text: str) -> int:
+    """An argparse type: a register budget in 1..255 (NVIDIA's limit per thread)."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_REGISTERS:
+        raise argparse.ArgumentTypeError(f"a register budget is an integer in 1..{MAX_REGISTERS}, "
+                                         f"got {excerpt(text)}")
+    return int(text)
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {excerpt(text)}")
+    return int(text)
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a time limit in seconds, above 0."""
     try:
-        tm, tn = (int(x) for x in text.lower().split("x"))
-        return tm, tn
+        value = float(text)
     except ValueError:
-        raise RegtuneError(f"--tile must look like 4x8, got {text!r}") from None
+        value = -1.0
+    if not 0 < value < 1e7:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {excerpt(text)}")
+    return value
+
+
+def gemm_config(text: str) -> dict:
+    """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.strip().isdigit() and 2 <= int(p) <= 16 for p in parts):
+        raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
+    m, n, k = (int(p) for p in parts)
+    return {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
 
 
 def _strategies(text: str | None) -> tuple[str, ...]:
@@ -144,6 +181,7 @@ def _plan_line(plan) -> str:
 
 def cmd_allocate(args) -> int:
     check_allocator(args.allocator)
+    check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
     plan = allocate(args.allocator, program, args.budget)
     check_plan(plan, args.out)
@@ -156,12 +194,27 @@ def cmd_allocate(args) -> int:
     return 0
 
 
+def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
+    """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
+    conflict, the execution check passed within ``check_seconds``, and a kernel module can be written from
+    it (names and numbers pass codegen's checks); else a one-line error."""
+    from kernels.codegen import KernelError, kernel_source
+
+    plan = load_plan(path)
+    verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds)
+    try:
+        kernel_source(plan)
+    except KernelError as exc:
+        raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
+    return plan
+
+
 def cmd_check(args) -> int:
-    plan = load_plan(args.plan)
-    verify_execution(plan.program, plan.assignment, plan.spills)
+    plan = admit_plan(args.plan, args.time_limit)
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values, verified by execution on 3 random inputs")
+          f"{plan.budget}, {len(plan.spills)} spilled values, verified by execution on 3 random inputs; "
+          "its kernel module can be generated")
     return 0
 
 
@@ -204,8 +257,7 @@ def cmd_report(args) -> int:
     from engine.plan import write_text_atomic
     from engine.report import seed_report
 
-    if args.sample < 1:
-        raise RegtuneError(f"--sample must be at least 1, got {args.sample}")
+    check_writable(args.out, "--out")
     text = seed_report(args.sample, args.workers, PrintProgress("GEMM configs"))
     write_text_atomic(args.out, text)
     print(text)
@@ -223,17 +275,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_configs)
     p = sub.add_parser("program", help="print the per-thread program of a workload")
     _workload_flags(p)
-    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under")
+    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under (1..255)")
     p.set_defaults(func=cmd_program)
     p = sub.add_parser("analyze", help="liveness, MAXLIVE and interference of a program")
     _workload_flags(p)
-    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under")
+    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under (1..255)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_analyze)
     p = sub.add_parser("allocate", help="run an allocator and write a plan file")
     _workload_flags(p)
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
-    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="registers per thread (default 255)")
+    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="registers per thread, 1..255 (default 255)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     p.add_argument("--no-verify", action="store_true", help="skip the check by execution")
     p.set_defaults(func=cmd_allocate)
@@ -247,11 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="reports; 'seed': the seed document's claims re-measured")
     p.add_argument("which", choices=["seed"])
     p.add_argument("--out", default="seed-report.md", help="Markdown file to write (default seed-report.md)")
-    p.add_argument("--sample", type=int, default=1, help="evaluate every N-th GEMM config only (default: all)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
+    p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
+    p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="check a plan file statically and by execution")
     p.add_argument("plan", help="plan file (JSON)")
+    p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
+                   help=f"seconds the execution check may run (default {CHECK_SECONDS:g})")
     p.set_defaults(func=cmd_check)
     add_kernel_commands(sub, _workload_flags)
     p = sub.add_parser("gui", help="open the window (also: regtune with no arguments)")
@@ -272,18 +326,16 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_gui(args) -> int:
     from gui.qt_app import run_gui
 
-    if args.plan and not Path(args.plan).exists():
-        raise RegtuneError(f"{args.plan}: no such file")
+    if args.plan:
+        load_plan(args.plan)   # a bad plan is one line here, before any window opens
     return run_gui(args.plan)
 
 
 def cmd_screenshot(args) -> int:
     from gui.qt_app import screenshot
 
-    workload, options = None, None
-    if args.gemm:
-        m, n, k = (int(x) for x in args.gemm.lower().split("x"))
-        workload = {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
+    workload, options = (gemm_config(args.gemm) if args.gemm else None), None
+    check_writable(args.out, "--out")
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
                      current=args.current, select=args.select))
     return 0
@@ -302,8 +354,11 @@ def main(argv=None) -> int:
             return 0
         return args.func(args)
     except RegtuneError as exc:
-        print(f"regtune: error: {exc}", file=sys.stderr)
+        print(f"regtune: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("regtune: interrupted (Ctrl+C); files already written are complete and kept", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader (head, less) closed the pipe: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

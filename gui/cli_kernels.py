@@ -7,13 +7,15 @@ figure that could not be had prints the reason instead of a number.
 from __future__ import annotations
 
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import load_arch, occupancy
 from engine.errors import RegtuneError
-from engine.plan import MAX_REGISTERS, load_plan, write_text_atomic
+from engine.limits import CHECK_SECONDS
+from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
 
 
 def _archs(text: str) -> tuple[str, ...]:
@@ -42,20 +44,54 @@ def _gpu(plan, device):
     return run_on_gpu(plan, device=device) if device else {"error": "no CUDA device"}
 
 
+def _out_dir(text: str) -> Path:
+    """``--out-dir``, made and tried before any work: an existing folder or one that can be created, that
+    takes new files."""
+    out = Path(text)
+    if not text.strip():
+        raise RegtuneError("--out-dir: an empty path")
+    if out.exists() and not out.is_dir():
+        raise RegtuneError(f"--out-dir {text}: is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RegtuneError(f"--out-dir {text}: cannot create it ({exc.strerror or exc})") from None
+    check_writable(out / "report.json", "--out-dir")
+    return out
+
+
+_WARNED: set = set()
+
+
+def _warn(build) -> None:
+    """The build cache's note, once per command, on stderr."""
+    if build.cache_warning and build.cache_warning not in _WARNED:
+        _WARNED.add(build.cache_warning)
+        print(f"regtune: warning: {build.cache_warning}", file=sys.stderr)
+
+
+def _limits(args):
+    from kernels.build import Limits
+
+    return Limits(args.timeout, args.memory)
+
+
 def cmd_build(args) -> int:
+    from gui.cli import admit_plan
     from kernels.build import build_plan
     from kernels.report import build_report
     from kernels.run import simulate
     from kernels.toolchain import cuda_device
 
-    plan = load_plan(args.plan)
     archs = _archs(args.arch)
-    build = build_plan(plan, archs, spills=args.spills)
-    sim = simulate(plan, args.spills) if not args.no_simulate else {"error": "not run (--no-simulate)"}
+    out = _out_dir(args.out_dir)
+    plan = admit_plan(args.plan, args.time_limit)     # build accepts exactly what check accepts
+    build = build_plan(plan, archs, spills=args.spills, limits=_limits(args))
+    _warn(build)
+    sim = simulate(plan, args.spills, timeout=args.sim_timeout) if not args.no_simulate \
+        else {"error": "not run (--no-simulate)"}
     device = cuda_device()
     report = build_report(plan, build, sim, _gpu(plan, device))
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     stem = plan.program.name
     write_text_atomic(out / f"{stem}.py", build.source.text)
     write_text_atomic(out / f"{stem}.ptx", build.ptx)
@@ -93,22 +129,24 @@ def _allocators(text: str) -> list[str]:
 
 
 def cmd_compare(args) -> int:
-    from gui.cli import workload_program
+    from gui.cli import admit_plan, workload_program
     from kernels.build import build_plan
     from kernels.report import build_report
     from kernels.run import simulate
     from kernels.toolchain import cuda_device
 
-    program, workload, options = workload_program(args)
     archs = _archs(args.arch)
+    extra = [(Path(p).stem, admit_plan(p, args.time_limit)) for p in args.plan or []]
+    program, workload, options = workload_program(args)
     plans = [(n, allocate(n, program, args.budget).with_(workload=workload, options=options))
-             for n in _allocators(args.allocators)]
-    plans += [(Path(p).stem, load_plan(p)) for p in args.plan or []]
+             for n in _allocators(args.allocators)] + extra
     device = cuda_device()
     columns = []
     for name, plan in plans:
-        build = build_plan(plan, archs)
-        sim = simulate(plan) if not args.no_simulate else {"error": "not run (--no-simulate)"}
+        build = build_plan(plan, archs, limits=_limits(args))
+        _warn(build)
+        sim = simulate(plan, timeout=args.sim_timeout) if not args.no_simulate \
+            else {"error": "not run (--no-simulate)"}
         columns.append((name, plan, build_report(plan, build, sim, _gpu(plan, device))))
     if args.json:
         print(json.dumps({name: report for name, _, report in columns}, indent=1))
@@ -124,17 +162,18 @@ def cmd_compare(args) -> int:
 
 
 def cmd_budget_sweep(args) -> int:
+    from gui.cli import admit_plan
     from kernels.build import compile_ptx
     from kernels.codegen import kernel_source
     from kernels.report import threads_per_block
     from kernels.toolchain import ptxas
 
-    plan = load_plan(args.plan)
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
+    plan = admit_plan(args.plan, args.time_limit)
     source = kernel_source(plan)
-    ptx = compile_ptx(source, arch.compute_capability)
+    ptx = compile_ptx(source, arch.compute_capability, _limits(args))
     caps = list(range(args.start, args.stop + 1, 8))
     if caps[-1] != args.stop:
         caps.append(args.stop)
@@ -160,8 +199,26 @@ def cmd_budget_sweep(args) -> int:
     return 0
 
 
+def _limit_flags(p, simulator: bool = True) -> None:
+    from gui.cli import positive, seconds
+    from kernels.build import Limits
+    from kernels.run import SIMULATOR_TIMEOUT_S
+
+    p.add_argument("--timeout", type=seconds, default=Limits.seconds,
+                   help=f"seconds one NVVM compile may run in its worker (default {Limits.seconds:g})")
+    p.add_argument("--memory", type=positive, default=Limits.memory_mb,
+                   help=f"MB of address space for that worker (default {Limits.memory_mb})")
+    p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
+                   help=f"seconds the execution check of a plan file may run (default {CHECK_SECONDS:g})")
+    if simulator:
+        p.add_argument("--sim-timeout", type=seconds, default=SIMULATOR_TIMEOUT_S,
+                       help=f"seconds a simulator run may take (default {SIMULATOR_TIMEOUT_S})")
+
+
 def add_kernel_commands(sub, workload_flags) -> None:
     """Register the kernel commands on the ``regtune`` parser's subcommands."""
+    from gui.cli import budget
+
     p = sub.add_parser("doctor", help="NVVM, ptxas, nvdisasm and CUDA device: paths and versions")
     p.set_defaults(func=cmd_doctor)
 
@@ -173,23 +230,26 @@ def add_kernel_commands(sub, workload_flags) -> None:
                    help="keep the plan's spill code in the kernel (plan) or leave spilling to ptxas (compiler)")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _limit_flags(p)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("compare", help="plans side by side: planned against ptxas, SASS, simulator and GPU")
     workload_flags(p)
-    p.add_argument("--budget", type=int, default=MAX_REGISTERS, help="register budget (default 255)")
+    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="register budget, 1..255 (default 255)")
     p.add_argument("--allocators", default="all", help="'all' or comma-separated allocator names")
     p.add_argument("--plan", action="append", help="a plan file to add as a column (repeatable)")
     p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated architectures")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator checks")
     p.add_argument("--fail-on-spill", action="store_true", help="exit 1 when any kernel spills (CI)")
     p.add_argument("--json", action="store_true")
+    _limit_flags(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("budget-sweep", help="ptxas registers, spills and occupancy against -maxrregcount")
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--arch", default="sm_80")
-    p.add_argument("--from", dest="start", type=int, default=32)
-    p.add_argument("--to", dest="stop", type=int, default=MAX_REGISTERS)
+    p.add_argument("--from", dest="start", type=budget, default=32)
+    p.add_argument("--to", dest="stop", type=budget, default=MAX_REGISTERS)
     p.add_argument("--json", action="store_true")
+    _limit_flags(p, simulator=False)
     p.set_defaults(func=cmd_budget_sweep)

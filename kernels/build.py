@@ -19,10 +19,11 @@ import hashlib
 import json
 import linecache
 import os
+import shutil
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from engine.arch import load_arch
@@ -71,6 +72,8 @@ class Build:
     timings_ms: dict
     cached: bool
     toolchain: str
+    #: a note for the user when the build cache could not be used (empty otherwise)
+    cache_warning: str = ""
 
     def ptx_count(self, opcode_prefix: str) -> int:
         """PTX instructions whose opcode starts with ``opcode_prefix`` (e.g. ``st.local``)."""
@@ -87,8 +90,30 @@ def _exec_source(source: KernelSource) -> types.ModuleType:
     return module
 
 
-def compile_ptx(source: KernelSource, cc: tuple = (8, 0)) -> str:
-    """NVVM through numba-cuda: the kernel's PTX for compute capability ``cc``."""
+@dataclass(frozen=True)
+class Limits:
+    """What one NVVM compile may take: it runs in a worker process killed (with its process group) past
+    ``seconds``, and capped at ``memory_mb`` of address space. ``regtune build --timeout/--memory`` set them."""
+
+    seconds: float = 900.0
+    memory_mb: int = 8192
+
+
+def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limits()) -> str:
+    """NVVM through numba-cuda, in a worker process under ``limits``: the kernel's PTX for ``cc``."""
+    from kernels.run import run_worker
+
+    reply = run_worker({"mode": "ptx", "source": source.text, "kernel": source.name, "signature": source.signature,
+                        "cc": list(cc)}, simulator=False, timeout=limits.seconds, memory_mb=limits.memory_mb)
+    if "ptx" not in reply:
+        error = reply.get("error", "no reply")
+        raise ToolchainError(error.removeprefix("ToolchainError: ") if error.startswith("ToolchainError: ")
+                             else f"NVVM could not compile {source.name}: {error}")
+    return reply["ptx"]
+
+
+def compile_ptx_here(source: KernelSource, cc: tuple = (8, 0)) -> str:
+    """NVVM through numba-cuda in this process (the worker's side of :func:`compile_ptx`)."""
     from numba import cuda
 
     from kernels.numba_fix import apply
@@ -115,39 +140,98 @@ def _cc(arch: str) -> tuple:
     return tuple(load_arch(arch).compute_capability)
 
 
+CACHE_FORMAT = "regtune-cache"
+
+
 class _Cache:
-    def __init__(self, root: Path, fingerprint: str):
-        self.root, self.fingerprint = root, fingerprint
+    """Build results on disk, one file per entry, each with a checksum of its content.
+
+    An entry that cannot be read, is not an entry of this format, fails its
+    checksum or its shape check is a miss: the caller builds again and the
+    entry is overwritten. A root that cannot be used (a file, read-only, not
+    creatable) turns the cache off for this build with one note in
+    ``warning``; nothing fails because of the cache.
+    """
+
+    def __init__(self, root: Path | None, fingerprint: str, warning: str = ""):
+        self.root, self.fingerprint, self.warning = root, fingerprint, warning
+
+    @classmethod
+    def open(cls, fingerprint: str) -> "_Cache":
+        try:
+            return cls(cache_dir(), fingerprint)
+        except OSError as exc:
+            root = os.environ.get("REGTUNE_CACHE_DIR") or "the user cache folder"
+            return cls(None, fingerprint, f"build cache {root} is unusable ({exc.strerror or exc}): "
+                                          "building without a cache")
 
     def path(self, kind: str, *parts: str) -> Path:
         return self.root / kind / f"{_key(self.fingerprint, *parts)}"
 
-    def read(self, kind: str, *parts: str) -> str | None:
+    def read(self, kind: str, valid, *parts: str) -> str | None:
+        """The entry's content when it is intact and ``valid(content)`` holds; None otherwise (a miss)."""
+        if self.root is None:
+            return None
+        try:
+            envelope = json.loads(self.path(kind, *parts).read_text(encoding="utf-8"))
+            content = envelope["content"]
+            intact = (envelope.get("format") == CACHE_FORMAT and envelope.get("kind") == kind
+                      and isinstance(content, str) and envelope.get("sha256") == _digest(content))
+            return content if intact and valid(content) else None
+        except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, RecursionError):
+            return None
+
+    def write(self, content: str, kind: str, *parts: str) -> None:
+        if self.root is None:
+            return
         p = self.path(kind, *parts)
-        return p.read_text() if p.exists() else None
+        envelope = {"format": CACHE_FORMAT, "kind": kind, "sha256": _digest(content), "content": content}
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(p, json.dumps(envelope))
+        except OSError as exc:
+            self.warning = self.warning or f"build cache {self.root} cannot be written ({exc.strerror or exc}): " \
+                                           "this build is not cached"
 
-    def write(self, text: str, kind: str, *parts: str) -> None:
-        p = self.path(kind, *parts)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(p, text)
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = True) -> Build:
+def _valid_ptx(text: str) -> bool:
+    return ".entry" in text
+
+
+def _valid_measure(text: str) -> bool:
+    """A stored ptxas report and SASS listing of the shape this version writes."""
+    data = json.loads(text)
+    report = data["report"]
+    expected = {f.name for f in fields(CompileReport)}
+    return (isinstance(data.get("sass"), str) and isinstance(report, dict) and set(report) == expected
+            and all(isinstance(report[k], int) and not isinstance(report[k], bool)
+                    for k in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes",
+                              "shared_bytes", "barriers"))
+            and isinstance(report["warnings"], list) and isinstance(report["constant_bytes"], dict))
+
+
+def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = True, limits: Limits = Limits()) -> Build:
     """Compile and measure ``source`` for every arch in ``archs`` (cached)."""
     archs = tuple(archs)
     for a in archs:
         load_arch(a)
     fingerprint = toolchain_fingerprint()
-    cache = _Cache(cache_dir(), fingerprint)
+    cache = _Cache.open(fingerprint)
     timings: dict = {}
     ran = False
     cc = min(_cc(a) for a in archs)
     # the PTX depends on the kernel function and its signature only (not on the budget, which ptxas applies)
     ptx_key = (source.body or source.text, source.signature, repr(cc))
-    ptx = cache.read("ptx", *ptx_key) if use_cache else None
+    ptx = cache.read("ptx", _valid_ptx, *ptx_key) if use_cache else None
     if ptx is None:
         t = time.perf_counter()
-        ptx = compile_ptx(source, cc)
+        ptx = compile_ptx(source, cc, limits)
         timings["nvvm"] = (time.perf_counter() - t) * 1000
         cache.write(ptx, "ptx", *ptx_key)
         ran = True
@@ -156,12 +240,12 @@ def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = Tr
         done = list(pool.map(lambda a: _arch_build(ptx, a, source.budget, cache, timings, use_cache), archs))
     results = {a: r for a, (r, _) in zip(archs, done)}
     ran = ran or any(arch_ran for _, arch_ran in done)
-    return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint)
+    return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning)
 
 
 def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, use_cache: bool):
     flags = f"-maxrregcount={budget}"
-    stored = cache.read("measure", ptx, arch, flags) if use_cache else None
+    stored = cache.read("measure", _valid_measure, ptx, arch, flags) if use_cache else None
     ran = stored is None
     if stored is None:
         t = time.perf_counter()
@@ -182,11 +266,12 @@ def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, 
     return ArchBuild(arch, report, sass_text, sass), ran
 
 
-def build_plan(plan: Plan, archs=DEFAULT_ARCHS, spills: str = "plan", use_cache: bool = True) -> Build:
+def build_plan(plan: Plan, archs=DEFAULT_ARCHS, spills: str = "plan", use_cache: bool = True,
+               limits: Limits = Limits()) -> Build:
     """Generate the kernel for ``plan`` and build it (see :func:`build_source`)."""
     t = time.perf_counter()
     source = kernel_source(plan, spills)
     codegen_ms = (time.perf_counter() - t) * 1000
-    built = build_source(source, archs, use_cache)
+    built = build_source(source, archs, use_cache, limits)
     return Build(built.source, built.ptx, built.entry, built.archs, {"codegen": codegen_ms, **built.timings_ms},
-                 built.cached, built.toolchain)
+                 built.cached, built.toolchain, built.cache_warning)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -23,19 +24,47 @@ GPU_TIMEOUT_S = 300
 SIMULATOR_TRIPS = 2
 
 
-def run_worker(request: dict, simulator: bool, timeout: float) -> dict:
-    """Send ``request`` to ``python -m kernels.worker``; its reply, or an error for a crash or a hang."""
+#: address space a worker may map unless the caller says otherwise (a GEMM 16x16x16 compile takes under 2 GB)
+WORKER_MEMORY_MB = 8192
+
+
+def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | None = WORKER_MEMORY_MB) -> dict:
+    """Send ``request`` to ``python -m kernels.worker``; its reply, or an error for a crash, a hang or a
+    worker past its limits.
+
+    The worker runs in a process group of its own, capped at ``memory_mb``
+    of address space (None: no cap; a GPU run needs the driver's large
+    mappings); past ``timeout`` seconds, or on Ctrl+C here, the whole group
+    is killed, so nothing it started lives on.
+    """
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0"}
+    request = {**request, "memory_mb": memory_mb}
+    proc = subprocess.Popen([sys.executable, "-m", "kernels.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        done = subprocess.run([sys.executable, "-m", "kernels.worker"], input=json.dumps(request), text=True,
-                              capture_output=True, timeout=timeout, env=env)
+        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"the kernel worker did not finish within {timeout:.0f} s (killed)"}
-    lines = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr or done.stdout or "").strip().splitlines()
-        return {"error": f"the kernel worker exited with {done.returncode}: {tail[-1] if tail else 'no output'}"}
+        _kill_group(proc)
+        return {"error": f"the kernel worker did not finish within {timeout:g} s (killed with its process group)"}
+    except BaseException:       # Ctrl+C or the caller's own cancel: nothing of the worker survives
+        _kill_group(proc)
+        raise
+    lines = [line for line in stdout.strip().splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (stderr or stdout or "").strip().splitlines()
+        why = tail[-1] if tail else "no output"
+        if proc.returncode < 0 or "MemoryError" in why:
+            why += f" (its memory limit was {memory_mb} MB)" if memory_mb else ""
+        return {"error": f"the kernel worker exited with {proc.returncode}: {why[:300]}"}
     return json.loads(lines[-1])
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
 
 
 def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, dict]:
@@ -69,7 +98,7 @@ def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S,
                "max_registers": plan.budget}
     if batch:
         request["batch"] = batch
-    return run_worker(request, simulator=False, timeout=timeout)
+    return run_worker(request, simulator=False, timeout=timeout, memory_mb=None)
 
 
 def build_in_worker(plan: Plan, archs=("sm_80", "sm_90"), simulate_too: bool = True, timeout: float = 900) -> dict:

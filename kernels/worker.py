@@ -6,7 +6,8 @@ with a time limit). In simulator mode the parent sets
 ``NUMBA_ENABLE_CUDASIM=1`` before this process imports numba.
 
 Requests: ``{"mode": "simulator" | "gpu", "source": TEXT, "kernel": NAME, ...}`` run a
-kernel; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` builds, measures and checks
+kernel; ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
+one with NVVM; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` builds, measures and checks
 a plan; ``{"mode": "sweep", "plan": PLAN, "arch": A}`` runs the -maxrregcount sweep.
 Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
 """
@@ -217,16 +218,39 @@ def sweep(request: dict) -> dict:
     return {"arch": arch.name, "sweep": rows}
 
 
-MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep}
+
+
+def _cap_memory(megabytes) -> None:
+    """Cap this process's address space (the parent's limit), so a runaway compile fails with MemoryError."""
+    if megabytes:
+        import resource
+
+        limit = int(megabytes) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def ptx(request: dict) -> dict:
+    """NVVM through numba-cuda: the PTX of one generated kernel module (``kernels.build.compile_ptx``)."""
+    from kernels.build import compile_ptx_here
+    from kernels.codegen import KernelSource
+
+    source = KernelSource(request["source"], request["kernel"], (), (), request["signature"], "plan", 0, 0, 0)
+    return {"ptx": compile_ptx_here(source, tuple(request["cc"]))}
+
+
+MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx": ptx}
 
 
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
+        _cap_memory(request.get("memory_mb"))
         result = MODES[request["mode"]](request)
-    except Exception as e:  # noqa: BLE001 - every failure becomes one line for the parent
+    except (Exception, MemoryError) as e:  # noqa: BLE001 - every failure becomes one line for the parent
         text = str(e).strip().splitlines()
-        result = {"error": f"{type(e).__name__}: {text[0] if text else ''}"}
+        result = {"error": f"{type(e).__name__}: {text[0][:300] if text else ''}"}
+        if isinstance(e, (MemoryError, OSError)) and request.get("memory_mb"):
+            result["error"] += f" (this worker's memory limit: {request['memory_mb']} MB)"
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     return 0
 
