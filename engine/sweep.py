@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import multiprocessing
+import signal
 import time
 
 from engine.allocators import ALLOCATORS, allocate
@@ -71,6 +72,10 @@ def _worker_init() -> None:
     # times per config, each time walking the worker's caches (15% of the
     # sweep, measured). Collect less often; nothing cyclic builds up.
     gc.set_threshold(100_000, 50, 50)
+    # Ctrl+C reaches the whole process group: the parent stops the sweep, the workers stay quiet (they
+    # start with SIGINT blocked, see run_parallel, so one that arrived during start-up is dropped here)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _chunk(fn, items):
@@ -90,9 +95,16 @@ def run_parallel(fn, items, workers: int | None = None, progress=None, chunk: in
     # (a test runner's, or a Qt window's) and its garbage collector then walks
     # and copies all of it; forking a process that runs Qt is unsafe besides.
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                initializer=_worker_init) as pool:
-        futures = {pool.submit(_chunk, fn, c): k for k, c in enumerate(chunks)}
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
+    try:
+        # the workers start (and inherit this thread's signal mask) on the first submit: with SIGINT
+        # blocked meanwhile, a Ctrl+C during their start-up waits for this thread instead of printing a
+        # traceback from each of them
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = {pool.submit(_chunk, fn, c): k for k, c in enumerate(chunks)}
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         done = 0
         for future in concurrent.futures.as_completed(futures):
             k = futures[future]
@@ -103,6 +115,15 @@ def run_parallel(fn, items, workers: int | None = None, progress=None, chunk: in
                 for f in futures:
                     f.cancel()
                 raise Cancelled(f"sweep cancelled after {done} of {len(items)} items")
+    except BaseException:           # Ctrl+C or a cancel: stop the workers instead of finishing their chunks
+        # ProcessPoolExecutor has no public way to stop running work before Python 3.14 (terminate_workers);
+        # its worker table is the one handle on them, and shutdown() clears it
+        workers_running = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers_running:
+            process.terminate()
+        raise
+    pool.shutdown()
     return results
 
 

@@ -357,7 +357,9 @@ def main(argv=None) -> int:
         print(f"regtune: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("regtune: interrupted (Ctrl+C); files already written are complete and kept", file=sys.stderr)
+        from gui.entry import INTERRUPTED
+
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader (head, less) closed the pipe: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

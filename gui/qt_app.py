@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from engine.errors import RegtuneError
+from gui.display import check_display
 
 VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
 
@@ -21,18 +22,8 @@ def application():
     return app
 
 
-def _check_display() -> None:
-    """Qt aborts the process without a display; say so in one line instead."""
-    import os
-
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-                                                  or os.environ.get("QT_QPA_PLATFORM")):
-        raise RegtuneError("no display to open the window on (DISPLAY is not set); the headless commands "
-                           "work without one, and 'regtune screenshot' renders the window offscreen")
-
-
 def run_gui(plan_path: str | None = None) -> int:
-    _check_display()
+    check_display()
     app = application()
     from gui.qt_main_window import QtMainWindow
 
@@ -53,6 +44,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     import os
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    check_display()
     app = application()
     from gui.qt_main_window import QtMainWindow
 

@@ -68,7 +68,7 @@ def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
         (["analyze", "missing.txt"], "regtune: error: missing.txt: no such file"),
         (["check", "missing.json"], "regtune: error: missing.json: no such file"),
         (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "two", "--out", "x.json"],
-         "regtune: error: regtune allocate: argument --budget: invalid int value: 'two' (see --help)"),
+         "regtune: error: regtune allocate: argument --budget: a register budget is an integer in 1..255, got 'two' (see --help)"),
         (["frobnicate"], "regtune: error: regtune: argument COMMAND: invalid choice: 'frobnicate'"),
         (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "2", "--out", "x.json"],
          "regtune: error: a budget of 2 registers is too small for gemm_m1n1k2"),
@@ -143,7 +143,7 @@ def test_occupancy_command():
 @pytest.mark.parametrize("args, message", [
     (["analyze", "gemm", "--m", "4"], "regtune: error: gemm needs --n, --k"),
     (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "3x4"], "regtune: error: tile 3x4 does not divide C (4x4)"),
-    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must look like 4x8, got 'big'"),
+    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; got 'big'"),
     (["program", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4", "--strategies", "x"],
      "regtune: error: unknown MHA strategy 'x'"),
     (["occupancy", "--arch", "sm_70", "--regs", "32", "--threads", "128"], "regtune: error: unknown architecture 'sm_70'"),
