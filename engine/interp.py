@@ -392,7 +392,7 @@ class _Run:
         if steps > self.max_steps:
             raise InterpreterError(f"step limit of {self.max_steps} instructions reached at {self._where(pc)}")
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise TimeLimitError(f"time limit reached after {steps} instructions at {self._where(pc)}")
+            raise TimeLimitError(f"{steps} instructions run, stopped at {self._where(pc)}")
         return min(steps + 16384, self.max_steps)
 
     def _where(self, pc: int) -> str:
@@ -457,6 +457,8 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
         return True
     try:
         traces = _Run(program, _prepared(program, registers), todo, registers, max_steps, deadline).execute()
+    except TimeLimitError:
+        raise
     except (_Diverged, InterpreterError):
         return False
     for seed, trace in zip(todo, traces):

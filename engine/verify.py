@@ -178,7 +178,9 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
             if got != want:
                 raise VerificationError(_first_difference(seed, want, got))
     except TimeLimitError as exc:
-        raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s: {exc}") from None
+        raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s ({exc}); "
+                             "a program that does not end, or one too long to check: set --time-limit to allow "
+                             "more") from None
     return compared
 
 

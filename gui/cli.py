@@ -291,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_allocate)
     p = sub.add_parser("occupancy", help="active warps per SM for a register count")
     p.add_argument("--arch", default="sm_80", help=f"one of: {', '.join(ARCHS)}")
-    p.add_argument("--regs", type=int, required=True, help="registers per thread")
+    p.add_argument("--regs", type=budget, required=True, help="registers per thread, 1..255")
     p.add_argument("--threads", type=int, required=True, help="threads per block")
     p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes")
     p.add_argument("--json", action="store_true")

@@ -461,7 +461,7 @@ class _Writer:
             latch = self._latch(bi, stop)
             if latch is not None and (loop is None or loop[0] != bi):
                 self.emit(depth, "while True:")
-                self.region(bi, latch + 1, depth + 1, (bi, latch + 1))
+                self._body(bi, latch + 1, depth + 1, (bi, latch + 1))
                 bi = latch + 1
                 continue
             bi = self.block(bi, stop, depth, loop)

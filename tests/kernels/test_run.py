@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from engine.allocators import ALLOCATORS
@@ -46,9 +49,29 @@ def test_a_crash_or_a_hang_in_the_worker_is_an_error_value():
     crash = run_worker({"source": "import os\nos._exit(3)\n", "kernel": "k", "mode": "simulator"}, True, 60)
     assert crash["error"].startswith("the kernel worker exited with 3")
     hang = run_worker({"source": "while True:\n    pass\n", "kernel": "k", "mode": "simulator"}, True, 3)
-    assert hang == {"error": "the kernel worker did not finish within 3 s (killed)"}
+    assert hang == {"error": "the kernel worker did not finish within 3 s (killed with its process group)"}
     bad = run_worker({"source": "raise ValueError('bad kernel')\n", "kernel": "k", "mode": "simulator"}, True, 60)
     assert bad == {"error": "ValueError: bad kernel"}
+
+
+def test_a_worker_killed_at_its_limit_takes_its_process_group_along(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    source = ("import subprocess\n"
+              f"child = subprocess.Popen(['sleep', '300'])\nopen({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+              "while True:\n    pass\n")
+    result = run_worker({"source": source, "kernel": "k", "mode": "simulator"}, True, 5)
+    assert "killed with its process group" in result["error"]
+    child = int(pid_file.read_text())
+    time.sleep(0.5)
+    with open(f"/proc/{child}/stat") if os.path.exists(f"/proc/{child}/stat") else open(os.devnull) as f:
+        state = f.read().split(") ")[-1][:1]
+    assert state in ("", "Z"), f"the worker's child {child} still runs (state {state})"
+
+
+def test_a_worker_past_its_memory_limit_is_an_error_value():
+    hog = "block = bytearray(3 * 1024 ** 3)\n"
+    result = run_worker({"source": hog, "kernel": "k", "mode": "simulator"}, True, 60, memory_mb=1024)
+    assert result["error"].startswith("MemoryError") and "memory limit: 1024 MB" in result["error"]
 
 
 def test_without_a_gpu_the_gpu_figures_say_why():

@@ -1,0 +1,96 @@
+"""Hostile and faulty inputs (tests/gui/hostile_cases.py): nothing runs, nothing is left half-written,
+and each gets exactly one line on stderr and exit status 2, before any real work.
+
+The cases run in this process through :func:`gui.cli.main` (a build's compile would run in its worker
+process, where a payload would still create the marker); Ctrl+C runs the installed command.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gui.cli import main
+from tests.gui.hostile_cases import all_cases, good_plan
+
+CASES = all_cases()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_input_is_one_line_exit_2_and_runs_nothing(tmp_path, capsys, name):
+    marker = tmp_path / "MARKER"
+    (tmp_path / "plan.json").write_text(__import__("json").dumps(good_plan()))
+    argv, outputs = CASES[name](tmp_path, marker)
+    start = time.perf_counter()
+    code = main(argv)
+    seconds = time.perf_counter() - start
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert code == 2, (captured.out[-500:], captured.err[-500:])
+    assert len(lines) == 1 and lines[0].startswith("regtune: error: "), lines[:5]
+    assert len(lines[0]) <= 400 and lines[0].isprintable(), lines[0][:200]
+    assert not marker.exists(), "a payload ran"
+    for path in outputs:
+        assert not os.path.exists(path), f"{path} was written"
+    leftovers = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".regtune-tmp")]
+    assert not leftovers
+    assert seconds < 30, f"{name} took {seconds:.1f} s before refusing"
+
+
+def test_escaped_fields_in_messages(tmp_path, capsys):
+    data = good_plan()
+    data["allocator"] = "\x1b[31mred\x07"
+    path = tmp_path / "plan.json"
+    path.write_text(__import__("json").dumps(data))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[31mred\\x07" in err
+
+
+def test_tricky_names_that_are_valid_build_a_kernel_that_defines_them_safely():
+    """Names that are legal IR but would shadow Python or the module's own names get a v_ prefix; the kernel
+    function never replaces one of the module's helpers."""
+    import ast
+
+    from engine.plan import plan_from_dict
+    from kernels.codegen import kernel_source
+
+    data = good_plan()
+    text = data["program"].replace(".kernel gemm_m2n2k2_t2x2_k_outer", ".kernel check")
+    for old, new in (("acc_0_0", "cuda"), ("acc_0_1", "__debug__"), ("acc_1_0", "max"), ("acc_1_1", "grid")):
+        text = text.replace(f"%{old}:", f"%{new}:").replace(f"%{old},", f"%{new},").replace(f"%{old}\n", f"%{new}\n")
+        data["assignment"][new] = data["assignment"].pop(old)
+    data["program"] = text
+    source = kernel_source(plan_from_dict(data, "tricky.json"))
+    tree = ast.parse(source.text)
+    kernels = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == source.name]
+    assert source.name == "v_check" and len(kernels) == 1
+    assigned = {n.id for n in ast.walk(kernels[0]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for name in ("cuda", "__debug__", "max"):
+        assert name not in assigned and any(a.startswith(f"v_{name}") for a in assigned), (name, sorted(assigned))
+    compile(source.text, "tricky", "exec")
+
+
+def test_ctrl_c_is_one_line_and_exit_130_and_leaves_no_file(tmp_path):
+    regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
+    out = tmp_path / "report.md"
+    proc = subprocess.Popen([regtune, "report", "seed", "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(4)
+    os.killpg(proc.pid, signal.SIGINT)          # as a terminal does: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("regtune: interrupted (Ctrl+C)")
+    assert not out.exists()
+    for _ in range(50):        # the workers were terminated: give them (and the resource tracker) a moment
+        states = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(proc.pid)], capture_output=True,
+                                text=True).stdout.split("\n")
+        running = [line for line in states if line.strip() and not line.split()[1].startswith("Z")]
+        if not running:
+            break
+        time.sleep(0.2)
+    assert not running, f"processes of the interrupted command still run: {running}"
