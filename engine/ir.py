@@ -35,7 +35,7 @@ from functools import cached_property
 
 from engine.errors import ParseError
 from engine.fields import excerpt
-from engine.limits import MAX_DEFS, MAX_FILE_BYTES, MAX_INSTRUCTIONS, MAX_OPERANDS
+from engine.limits import MAX_DEFS, MAX_FILE_BYTES, MAX_IMMEDIATE, MAX_INSTRUCTIONS, MAX_NAME, MAX_OPERANDS
 from engine.gcpause import paused_gc
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
@@ -45,13 +45,13 @@ WIDTHS = {"pred": 0, "i32": 1, "f32": 1, "f16x2": 1, "u64": 2, "f64": 2}
 TERMINATORS = frozenset({"br", "cbr", "exit"})
 
 #: value, block and kernel names: ASCII, at most 128 characters
-_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,127}"
+_NAME = rf"[A-Za-z_][A-Za-z0-9_.]{{0,{MAX_NAME - 1}}}"
 _NAME_RE = re.compile(rf"^{_NAME}\Z")
 _DEF_RE = re.compile(rf"^%({_NAME}):([A-Za-z0-9]+)\Z")
 _GUARD_RE = re.compile(rf"^@(!?)%({_NAME})\Z")
 _OPCODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,63}\Z")
 #: an immediate, symbol or label: printable ASCII without spaces, commas, %, @ or =, at most 64 characters
-_IMM_RE = re.compile(r"^[!-~]{1,64}\Z")
+_IMM_RE = re.compile(rf"^[!-~]{{1,{MAX_IMMEDIATE}}}\Z")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ MAX_INSTRUCTIONS = 200_000
 MAX_OPERANDS = 16
 #: results of one instruction (ld.global.v4 has four)
 MAX_DEFS = 8
+#: characters of an IR name (value, block, kernel) and of an immediate, symbol or label
+MAX_NAME = 128
+MAX_IMMEDIATE = 64
+#: the highest local-memory slot a plan may name: 512 KiB of local memory per thread (CUDA's limit) in 4-byte slots
+MAX_SPILL_SLOT = (512 * 1024) // 4 - 1
 #: registers live at once (MAXLIVE) for which the interference graph is built (the largest GEMM program
 #: of the config space, load-all-first with a 16x16 tile, has under 1,000)
 MAX_LIVE = 2048

@@ -33,7 +33,7 @@ from engine.fields import exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Imm, Program, parse, print_program
-from engine.limits import MAX_FILE_BYTES
+from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
 from engine.liveness import analyze
 from engine.spill import spill_loads_and_stores, unspilled
 from engine.verify import SEEDS, static_conflicts
@@ -234,8 +234,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-#: the highest local-memory slot a plan may name: 512 KiB of local memory per thread (CUDA's limit) in 4-byte slots
-MAX_SPILL_SLOT = (512 * 1024) // 4 - 1
 #: top-level fields of a plan file
 PLAN_FIELDS = ("format", "version", "workload", "options", "allocator", "budget", "program", "assignment", "spills",
                "predicted", "measured")

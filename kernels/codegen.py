@@ -57,7 +57,8 @@ from dataclasses import dataclass
 from engine.errors import RegtuneError
 from engine.fields import excerpt
 from engine.ir import Imm, Instruction, Program, Use, successors
-from engine.plan import MAX_SPILL_SLOT, Plan
+from engine.limits import MAX_SPILL_SLOT
+from engine.plan import Plan
 
 SPILL_MODES = ("plan", "compiler")
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see

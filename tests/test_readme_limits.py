@@ -1,0 +1,32 @@
+"""The README's table of limits states the figures the code enforces (a changed limit fails here first)."""
+
+import re
+from pathlib import Path
+
+from engine import limits
+from kernels.build import Limits
+from kernels.run import SIMULATOR_TIMEOUT_S
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def _row(label: str) -> str:
+    rows = [line for line in README.splitlines() if line.startswith(f"| {label} |")]
+    assert len(rows) == 1, f"README has no single limits row for {label!r}"
+    return rows[0]
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", text)]
+
+
+def test_readme_limits_table_matches_the_code():
+    assert f"{limits.MAX_FILE_BYTES // 2 ** 20} MiB" in _row("plan, session or program file")
+    assert _numbers(_row("instructions in one program")) == [limits.MAX_INSTRUCTIONS]
+    assert _numbers(_row("operands / results of one instruction")) == [limits.MAX_OPERANDS, limits.MAX_DEFS]
+    assert _numbers(_row("IR names, immediates")) == [limits.MAX_NAME, limits.MAX_IMMEDIATE]
+    assert _numbers(_row("registers live at once (MAXLIVE)")) == [limits.MAX_LIVE]
+    assert _numbers(_row("execution check"))[:2] == [int(limits.CHECK_SECONDS), 2_000_000]
+    assert _numbers(_row("one NVVM compile")) == [int(Limits.seconds), Limits.memory_mb]
+    assert _numbers(_row("one simulator run")) == [SIMULATOR_TIMEOUT_S]
+    assert f"0..{limits.MAX_SPILL_SLOT}" in README
