@@ -336,6 +336,8 @@ def cmd_screenshot(args) -> int:
 
     workload, options = (gemm_config(args.gemm) if args.gemm else None), None
     check_writable(args.out, "--out")
+    if args.plan:
+        load_plan(args.plan)   # a bad plan is one line here, before the window is made
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
                      current=args.current, select=args.select))
     return 0

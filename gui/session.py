@@ -20,10 +20,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import fields
 from engine.allocators import allocate
 from engine.errors import RegtuneError
 from engine.jobs import NullProgress, Progress
-from engine.plan import Plan, plan_from_dict, plan_to_dict, predict, write_text_atomic
+from engine.plan import Plan, plan_from_dict, plan_to_dict, predict, read_text, write_text_atomic
+from engine.workloads import check_workload
 from engine.workloads.gemm import Gemm, build_gemm
 from engine.workloads.mha import Mha, build_mha
 
@@ -32,6 +34,40 @@ SESSION_FORMAT = "regtune-session"
 DEFAULT_WORKLOAD = {"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}
 DEFAULT_OPTIONS = {"arch": "sm_80", "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
                    "strategies": [], "bc": 16}
+
+
+def session_options(options, source: str) -> dict:
+    """The session's own options (those of :data:`DEFAULT_OPTIONS`), each typed and in range."""
+    from engine.arch import ARCHS
+    from engine.workloads.gemm import SCHEDULES
+    from engine.workloads.mha import STRATEGIES
+
+    where = f"{source}: options"
+    if not isinstance(options, dict):
+        raise RegtuneError(f"{where}: must be an object")
+    fields.exact_keys(options, DEFAULT_OPTIONS, where)
+    out = dict(DEFAULT_OPTIONS)
+    checks = {"arch": lambda: fields.choice(options, "arch", where, ARCHS),
+              "budget": lambda: fields.integer(options, "budget", where, 1, 255),
+              "schedule": lambda: fields.choice(options, "schedule", where, SCHEDULES),
+              "bc": lambda: fields.integer(options, "bc", where, 2, 2048)}
+    for key, check in checks.items():
+        if key in options:
+            out[key] = check()
+    headroom = options.get("headroom", out["headroom"])
+    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
+        raise RegtuneError(f"{where}: field 'headroom' must be a number in [0, 1), got {fields.excerpt(headroom)}")
+    out["headroom"] = float(headroom)
+    tile = options.get("tile")
+    if tile is not None and not (isinstance(tile, list) and len(tile) == 2
+                                 and all(fields.is_int(t) and 1 <= t <= 16 for t in tile)):
+        raise RegtuneError(f"{where}: field 'tile' must be null or [TM, TN] in 1..16, got {fields.excerpt(tile)}")
+    out["tile"] = tile
+    strategies = options.get("strategies", [])
+    if not isinstance(strategies, list) or any(not isinstance(s, str) or s not in STRATEGIES for s in strategies):
+        raise RegtuneError(f"{where}: field 'strategies' must list names from {', '.join(STRATEGIES)}")
+    out["strategies"] = list(strategies)
+    return out
 
 
 def build_workload(workload: dict, options: dict):
@@ -101,12 +137,26 @@ class Session:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<session>") -> "Session":
+        """A session from its file's JSON object, every field checked like a plan file's (one-line errors)."""
         if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
             raise RegtuneError(f"{source}: not a RegTune session file")
+        fields.exact_keys(data, ("format", "version", "workload", "options", "current", "edits", "plans"), source,
+                          required=("workload", "options"))
+        plans, current, edits = data.get("plans", {}), data.get("current"), data.get("edits", [])
+        if not isinstance(plans, dict) or not all(isinstance(n, str) and n.isprintable() and len(n) <= 64
+                                                  for n in plans):
+            raise RegtuneError(f"{source}: field 'plans' must map printable names to plans")
+        if current is not None and current not in plans:
+            raise RegtuneError(f"{source}: field 'current' names no plan of the session: {fields.excerpt(current)}")
+        if not isinstance(edits, list) or not all(isinstance(e, str) and len(e) <= 256 for e in edits):
+            raise RegtuneError(f"{source}: field 'edits' must be a list of short strings")
+        workload = dict(data["workload"]) if isinstance(data["workload"], dict) else None
+        if workload is None:
+            raise RegtuneError(f"{source}: field 'workload' must be an object")
+        workload = check_workload(workload, {}, source)[0]
         plans = {name: plan_from_dict(d, f"{source}: plan {name!r}", check=False)   # broken hand edits included
-                 for name, d in data.get("plans", {}).items()}
-        return cls(dict(data["workload"]), dict(data["options"]), plans, data.get("current"),
-                   list(data.get("edits", [])))
+                 for name, d in plans.items()}
+        return cls(workload, session_options(data["options"], source), plans, current, list(edits))
 
 
 def autosave_path() -> Path:
@@ -127,9 +177,9 @@ def save_session(session: Session, path: Path | None = None) -> Path:
 def load_session(path: Path | None = None) -> Session:
     path = path or autosave_path()
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise RegtuneError(f"{path}: cannot read the session: {e}") from None
+        data = json.loads(read_text(path, RegtuneError))
+    except (ValueError, RecursionError) as e:
+        raise RegtuneError(f"{path}: cannot read the session: {fields.excerpt(str(e), 80)}") from None
     return Session.from_dict(data, str(path))
 
 

@@ -5,6 +5,7 @@ The cases run in this process through :func:`gui.cli.main` (a build's compile wo
 process, where a payload would still create the marker); Ctrl+C runs the installed command.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from engine.plan import plan_from_dict
 from gui.cli import main
 from tests.gui.hostile_cases import all_cases, good_plan
 
@@ -22,7 +24,7 @@ CASES = all_cases()
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hostile_input_is_one_line_exit_2_and_runs_nothing(tmp_path, capsys, name):
     marker = tmp_path / "MARKER"
-    (tmp_path / "plan.json").write_text(__import__("json").dumps(good_plan()))
+    (tmp_path / "plan.json").write_text(json.dumps(good_plan()))
     argv, outputs = CASES[name](tmp_path, marker)
     start = time.perf_counter()
     code = main(argv)
@@ -44,7 +46,7 @@ def test_escaped_fields_in_messages(tmp_path, capsys):
     data = good_plan()
     data["allocator"] = "\x1b[31mred\x07"
     path = tmp_path / "plan.json"
-    path.write_text(__import__("json").dumps(data))
+    path.write_text(json.dumps(data))
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b[31mred\\x07" in err
@@ -55,7 +57,6 @@ def test_tricky_names_that_are_valid_build_a_kernel_that_defines_them_safely():
     function never replaces one of the module's helpers."""
     import ast
 
-    from engine.plan import plan_from_dict
     from kernels.codegen import kernel_source
 
     data = good_plan()
@@ -94,3 +95,27 @@ def test_ctrl_c_is_one_line_and_exit_130_and_leaves_no_file(tmp_path):
             break
         time.sleep(0.2)
     assert not running, f"processes of the interrupted command still run: {running}"
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(workload={"kind": "gemm", "m": "8", "n": 8, "k": 8}), "field 'm' must be an integer in 2..16"),
+    (lambda d: d["options"].update(budget=10 ** 9), "field 'budget' must be an integer in 1..255"),
+    (lambda d: d["options"].update(tile=["4);", 4]), "field 'tile' must be null or [TM, TN]"),
+    (lambda d: d.update(current="nobody"), "field 'current' names no plan of the session"),
+    (lambda d: d.pop("workload"), "missing field 'workload'"),
+    (lambda d: d["plans"]["naive"].update(allocator='x"""'), "field 'allocator' must be one of"),
+])
+def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):
+    from engine.errors import RegtuneError
+    from gui.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
+
+    plan = plan_from_dict(good_plan(), "good")
+    session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan}, "naive", [])
+    path = save_session(session, tmp_path / "autosave.json")
+    assert load_session(path).plans["naive"] == plan
+    data = json.loads(path.read_text())
+    mutate(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(RegtuneError) as err:
+        load_session(path)
+    assert message in str(err.value) and "\n" not in str(err.value)
