@@ -195,6 +195,11 @@ def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000, de
     return _REFERENCE[key]
 
 
+def clear_reference_stores() -> None:
+    """Forget the memoized reference stores (benchmarks start each run from a cold cache)."""
+    _REFERENCE.clear()
+
+
 #: the reference stores of the last 32 (program, seed, step limit) runs, oldest first
 _REFERENCE: dict = {}
 

@@ -21,7 +21,7 @@ from engine.allocators import ALLOCATORS, allocate
 from engine.interference import build_interference, build_interference_all_pairs
 from engine.ir import parse
 from engine.liveness import analyze
-from engine.verify import reference_stores, static_conflicts, verify_execution
+from engine.verify import clear_reference_stores, static_conflicts, verify_execution
 from tests.bench.programs import loop_shaped, straight_line
 
 PROGRAMS = {"straight-line": straight_line, "loop-shaped": loop_shaped}
@@ -40,7 +40,7 @@ def pipeline_once(text: str) -> dict:
     so each run starts from the same heap instead of one grown by its
     predecessor's garbage (programs and their analyses form cycles).
     """
-    reference_stores.cache_clear()
+    clear_reference_stores()
     gc.collect()
     times = {}
     program, times["parse"] = _timed(lambda: parse(text))
