@@ -45,6 +45,14 @@ def excerpt(value, limit: int = EXCERPT) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also takes ``²`` and other digits that ``int`` refuses)."""
+    return bool(DIGITS.fullmatch(text))
+
+
+DIGITS = re.compile(r"[0-9]+")
+
+
 def is_int(value) -> bool:
     """An ``int`` that is not a ``bool`` (JSON's true/false must never pass as 1/0)."""
     return isinstance(value, int) and not isinstance(value, bool)

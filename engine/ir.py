@@ -35,7 +35,7 @@ from functools import cached_property
 
 from engine.errors import ParseError
 from engine.fields import excerpt
-from engine.limits import MAX_DEFS, MAX_FILE_BYTES, MAX_IMMEDIATE, MAX_INSTRUCTIONS, MAX_NAME, MAX_OPERANDS
+from engine.limits import MAX_BLOCKS, MAX_DEFS, MAX_FILE_BYTES, MAX_IMMEDIATE, MAX_INSTRUCTIONS, MAX_NAME, MAX_OPERANDS
 from engine.gcpause import paused_gc
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
@@ -402,6 +402,7 @@ class _Builder:
         self.guards: list[tuple[str, int]] = []
         self.phase: str | None = None
         self.count = 0
+        self.labels: set[str] = set()
 
     def where(self, lineno: int) -> str:
         return f"{self.source} line {lineno}"
@@ -424,8 +425,11 @@ class _Builder:
             return
         if self.name is None:
             raise ParseError(f"{self.where(lineno)}: expected '.kernel NAME' before the first block")
-        if any(b[0] == arg for b in self.blocks):
+        if arg in self.labels:
             raise ParseError(f"{self.where(lineno)}: block {excerpt(arg)} is defined twice")
+        if len(self.blocks) >= MAX_BLOCKS:
+            raise ParseError(f"{self.where(lineno)}: more than {MAX_BLOCKS} blocks (RegTune's limit for one program)")
+        self.labels.add(arg)
         self.blocks.append((arg, [], lineno))
 
     def instruction(self, line: str, lineno: int) -> None:

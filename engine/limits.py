@@ -15,6 +15,8 @@ a tuning knob that changes results below it.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: instructions of one program (the benchmark programs have 5,000; naive's spill code makes 22,000 of them)
 MAX_INSTRUCTIONS = 200_000
+#: blocks of one program (generated GEMM and MHA programs have under 10; loop analysis grows with the square)
+MAX_BLOCKS = 1024
 #: operands of one instruction (PTX's widest instructions have a handful)
 MAX_OPERANDS = 16
 #: results of one instruction (ld.global.v4 has four)

@@ -29,7 +29,7 @@ import numpy as np
 
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
-from engine.fields import exact_keys, excerpt, is_int
+from engine.fields import digits, exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Imm, Program, parse, print_program
@@ -217,7 +217,7 @@ def _remove_stale_temporaries(path: Path) -> None:
         return
     for tmp in candidates:
         pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if digits(pid) and not _alive(int(pid)):
             try:
                 tmp.unlink()
             except OSError:
@@ -285,7 +285,7 @@ def _spill_instructions(program: Program, source: str) -> None:
     for i, ins in enumerate(program.instructions):
         if ins.opcode in ("st.local", "ld.local"):
             slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else None
-            if slot is None or not slot.isdigit() or int(slot) > MAX_SPILL_SLOT:
+            if slot is None or not digits(slot) or int(slot) > MAX_SPILL_SLOT:
                 raise PlanError(f"{source}: instruction {i} ({excerpt(str(ins), 60)}): a spill slot must be an "
                                 f"integer in 0..{MAX_SPILL_SLOT}")
 

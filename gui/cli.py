@@ -22,7 +22,7 @@ from pathlib import Path
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
-from engine.fields import excerpt
+from engine.fields import digits, excerpt
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
@@ -53,7 +53,7 @@ def read_program(path: str) -> Program:
 
 def _tile(text: str) -> tuple[int, int]:
     parts = text.lower().split("x")
-    if len(parts) != 2 or not all(p.strip().isdigit() and 1 <= int(p) <= 16 for p in parts):
+    if len(parts) != 2 or not all(digits(p.strip()) and 1 <= int(p) <= 16 for p in parts):
         raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
                            f"got {excerpt(text)}")
     return int(parts[0]), int(parts[1])
@@ -61,7 +61,7 @@ def _tile(text: str) -> tuple[int, int]:
 
 def budget(text: str) -> int:
     """An argparse type: a register budget in 1..255 (NVIDIA's limit per thread)."""
-    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_REGISTERS:
+    if not digits(text.strip()) or not 1 <= int(text) <= MAX_REGISTERS:
         raise argparse.ArgumentTypeError(f"a register budget is an integer in 1..{MAX_REGISTERS}, "
                                          f"got {excerpt(text)}")
     return int(text)
@@ -69,7 +69,7 @@ def budget(text: str) -> int:
 
 def positive(text: str) -> int:
     """An argparse type: an integer of at least 1."""
-    if not text.strip().isdigit() or int(text) < 1:
+    if not digits(text.strip()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {excerpt(text)}")
     return int(text)
 
@@ -88,7 +88,7 @@ def seconds(text: str) -> float:
 def gemm_config(text: str) -> dict:
     """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
     parts = text.lower().split("x")
-    if len(parts) != 3 or not all(p.strip().isdigit() and 2 <= int(p) <= 16 for p in parts):
+    if len(parts) != 3 or not all(digits(p.strip()) and 2 <= int(p) <= 16 for p in parts):
         raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
     m, n, k = (int(p) for p in parts)
     return {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
@@ -358,11 +358,10 @@ def main(argv=None) -> int:
     except RegtuneError as exc:
         print(f"regtune: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        from gui.entry import INTERRUPTED
+    except KeyboardInterrupt as exc:
+        from gui.entry import interrupted
 
-        print(INTERRUPTED, file=sys.stderr)
-        return 130
+        return interrupted(exc)
     except BrokenPipeError:  # the reader (head, less) closed the pipe: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -123,6 +123,8 @@ def _table(columns: list, archs) -> str:
 def _allocators(text: str) -> list[str]:
     names = sorted(ALLOCATORS, key=["naive", "linear-scan", "chaitin-briggs", "dsatur"].index) \
         if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise RegtuneError("--allocators needs 'all' or at least one allocator name")
     for n in names:
         check_allocator(n)
     return names

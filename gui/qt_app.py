@@ -66,7 +66,15 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
         window.doc.select(select)
     if build:
         window.build_and_measure()
-        window.wait_for_jobs()
+        try:
+            window.wait_for_jobs()
+        except BaseException:          # Ctrl+C, SIGTERM: the builds stop with their workers before we go
+            window.jobs.cancel_all()
+            from kernels.run import stop_workers
+
+            stop_workers()
+            window.jobs.wait(10000)
+            raise
     window.flush()
     window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
     window.show()

@@ -34,7 +34,8 @@ class QtJob(QRunnable):
 
     # engine.jobs.Progress
     def advance(self, done: int, total: int) -> None:
-        self.signals.progress.emit(done, total)
+        if not self.cancelled():         # a cancelled job's window may be gone, and its signals with it
+            self.signals.progress.emit(done, total)
 
     def cancelled(self) -> bool:
         return self._cancel.is_set()

@@ -11,6 +11,7 @@ show in a dialog with details, and the session is kept.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -618,6 +619,8 @@ class QtMainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.jobs.cancel_all()
+        if "kernels.run" in sys.modules:        # builds still running: their workers go with the window
+            sys.modules["kernels.run"].stop_workers()
         self.jobs.wait(5000)
         notifications.unsubscribe(self._notified)
         if self.doc.autosave_enabled:

@@ -17,8 +17,10 @@ from engine.workloads.mha import BATCHES, GROUPS, HEAD_DIMS, HEADS, SEQ_LEN, STR
 
 
 def config_label(workload: dict) -> str:
-    if workload["kind"] == "gemm":
+    if workload.get("kind") == "gemm":
         return f"gemm {workload['m']}x{workload['n']}x{workload['k']}"
+    if workload.get("kind") != "mha":
+        return f"program {workload.get('name', '')}".rstrip()
     return f"mha heads {workload['heads']} batch {workload['batch']} head_dim {workload['head_dim']} " \
            f"groups {workload['groups']}"
 
@@ -179,7 +181,7 @@ class QtWorkloadPanel(QWidget):
             tile = options.get("tile")
             self.tile.setCurrentText(f"{tile[0]}x{tile[1]}" if tile else self.tile.itemText(0))
             self.schedule.setCurrentText(options.get("schedule", "k-outer"))
-        else:
+        elif workload["kind"] == "mha":
             self.mha_radio.setChecked(True)
             for w, key in ((self.heads, "heads"), (self.batch, "batch"), (self.head_dim, "head_dim"),
                            (self.groups, "groups")):

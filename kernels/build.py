@@ -20,6 +20,7 @@ import json
 import linecache
 import os
 import shutil
+import stat
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -173,7 +174,7 @@ class _Cache:
         if self.root is None:
             return None
         try:
-            envelope = json.loads(self.path(kind, *parts).read_text(encoding="utf-8"))
+            envelope = json.loads(_read_entry(self.path(kind, *parts)))
             content = envelope["content"]
             intact = (envelope.get("format") == CACHE_FORMAT and envelope.get("kind") == kind
                       and isinstance(content, str) and envelope.get("sha256") == _digest(content))
@@ -194,6 +195,21 @@ class _Cache:
         except OSError as exc:
             self.warning = self.warning or f"build cache {self.root} cannot be written ({exc.strerror or exc}): " \
                                            "this build is not cached"
+
+
+#: the largest cache entry read (the SASS listing of GEMM 16x16x16 for one arch is about 2 MB)
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+def _read_entry(path: Path) -> str:
+    """An entry's text: a regular file (not a link, a FIFO or a device, which could block or never end) of at
+    most :data:`MAX_ENTRY_BYTES`; anything else raises OSError, which the reader takes as a miss."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            raise OSError(f"{path}: not a cache entry")
+        return f.read(MAX_ENTRY_BYTES + 1).decode("utf-8")
 
 
 def _digest(text: str) -> str:

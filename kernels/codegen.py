@@ -52,6 +52,7 @@ import builtins
 import keyword
 import math
 import re
+from collections import deque
 from dataclasses import dataclass
 
 from engine.errors import RegtuneError
@@ -153,27 +154,52 @@ def _float(text: str, where: str) -> str:
 
 
 class _Pointers:
-    """Which array each u64 value points into; u64 values are kept as element indices (bytes / 4)."""
+    """Which array each u64 value points into; u64 values are kept as element indices (bytes / 4).
+
+    A worklist over the program: an instruction is visited again only when
+    one of its operands (or the spill slot it reloads) has just learned its
+    array, so the work is linear in the program. A spill slot that holds
+    pointers into two arrays is refused: no single array can serve it.
+    """
 
     def __init__(self, program: Program):
         self.base: dict[str, str] = {}
         slots: dict[str, str] = {}
-        changed = True
-        while changed:
-            changed = False
-            for ins in program.instructions:
-                for d in ins.defs:
-                    if d.type != "u64":
-                        continue
-                    found = self._source(ins, slots)
-                    if found and self.base.get(d.name) is None:
-                        self.base[d.name] = found
-                        changed = True
-                if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
-                    b = self.base.get(ins.operands[1].name)
-                    if b and slots.get(ins.operands[0].text) != b:
-                        slots[ins.operands[0].text] = b
-                        changed = True
+        code = program.instructions
+        readers: dict[str, list[int]] = {}
+        reloads: dict[str, list[int]] = {}
+        for i, ins in enumerate(code):
+            for u in ins.uses:
+                readers.setdefault(u, []).append(i)
+            if ins.opcode == "ld.local" and ins.operands:
+                reloads.setdefault(ins.operands[0].text, []).append(i)
+        todo, queued = deque(range(len(code))), [True] * len(code)   # first one pass in program order
+        while todo:
+            i = todo.popleft()
+            queued[i] = False
+            for j in self._visit(code[i], i, slots, readers, reloads):
+                if not queued[j]:
+                    queued[j] = True
+                    todo.append(j)
+
+    def _visit(self, ins: Instruction, index: int, slots: dict, readers: dict, reloads: dict) -> list[int]:
+        """Give ``ins``'s u64 results (or its spill slot) an array; the instructions to visit again."""
+        again: list[int] = []
+        for d in ins.defs:
+            if d.type == "u64" and d.name not in self.base:
+                found = self._source(ins, slots)
+                if found:
+                    self.base[d.name] = found
+                    again += readers.get(d.name, [])
+        if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+            slot, b = ins.operands[0].text, self.base.get(ins.operands[1].name)
+            if b and slots.get(slot) is None:
+                slots[slot] = b
+                again += reloads.get(slot, [])
+            elif b and slots[slot] != b:
+                raise KernelError(f"instruction {index} ({excerpt(str(ins), 60)}): spill slot {excerpt(slot)} holds "
+                                  f"pointers into both {slots[slot]} and {b}; a kernel needs one array per slot")
+        return again
 
     def _source(self, ins: Instruction, slots: dict) -> str | None:
         if ins.opcode == "param":
@@ -220,6 +246,7 @@ class _Writer:
         self.read_later = self._read_later()
         self.carried = self._carried()
         self.carry_slots: dict[str, tuple[str, int]] = {}
+        self.slot_names: dict[tuple[int, str], str] = {}
         self.canonical_used: set = set()
         self.stores = self.loads = 0
         self.array_params: list[str] = []
@@ -450,9 +477,12 @@ class _Writer:
         return f"spill_{_array_kind(type_)}[{slot} + spill_zero]"
 
     def _slot_name(self, slot: int, type_: str) -> str:
-        name = f"slot_{slot}_{_array_kind(type_)}"
-        self.taken.add(name)
-        return name
+        """The variable of one spill slot and kind (``--spills compiler``): ``slot_N_T``, or with a ``v_`` prefix
+        and ``_`` suffixes when a value or parameter already has that name."""
+        key = (slot, _array_kind(type_))
+        if key not in self.slot_names:
+            self.slot_names[key] = _identifier(f"slot_{slot}_{key[1]}", self.taken)
+        return self.slot_names[key]
 
     # -- control flow -----------------------------------------------------------------------
     def region(self, start: int, stop: int, depth: int, loop: tuple | None = None) -> None:

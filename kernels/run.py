@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source, loop_trips
@@ -41,6 +42,8 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
     request = {**request, "memory_mb": memory_mb}
     proc = subprocess.Popen([sys.executable, "-m", "kernels.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    with _LOCK:
+        _RUNNING.add(proc)
     try:
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -49,6 +52,13 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
     except BaseException:       # Ctrl+C or the caller's own cancel: nothing of the worker survives
         _kill_group(proc)
         raise
+    finally:
+        with _LOCK:
+            _RUNNING.discard(proc)
+            stopped = proc in _STOPPED
+            _STOPPED.discard(proc)
+    if stopped:
+        return {"error": "the kernel worker was stopped (the command was interrupted or the window closed)"}
     lines = [line for line in stdout.strip().splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (stderr or stdout or "").strip().splitlines()
@@ -65,6 +75,30 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.communicate()
+
+
+#: the workers running now (every thread's), so that an interrupted command or a closing window can stop them
+_RUNNING: set = set()
+_STOPPED: set = set()
+_LOCK = threading.Lock()
+
+
+def stop_workers() -> int:
+    """Kill every running worker and its process group (Ctrl+C, SIGTERM, the window closing); how many.
+
+    The threads waiting on them get an error value back at once. A worker
+    whose parent dies without calling this ends by itself too (it watches
+    its parent, see :mod:`kernels.worker`).
+    """
+    with _LOCK:
+        running = list(_RUNNING)
+        _STOPPED.update(running)
+    for proc in running:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return len(running)
 
 
 def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, dict]:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 import linecache
+import os
+import signal
 import statistics
 import sys
+import threading
 import time
 import types
 
@@ -241,7 +244,17 @@ def ptx(request: dict) -> dict:
 MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx": ptx}
 
 
+def _watch_parent(parent: int) -> None:
+    """End this worker and its process group when the process that started it is gone (killed, or
+    exited without stopping it): a worker must never outlive its ``regtune``."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
 def main() -> int:
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True, name="watch-parent").start()
     request = json.loads(sys.stdin.read())
     try:
         _cap_memory(request.get("memory_mb"))

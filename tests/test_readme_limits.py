@@ -23,6 +23,7 @@ def _numbers(text: str) -> list[int]:
 def test_readme_limits_table_matches_the_code():
     assert f"{limits.MAX_FILE_BYTES // 2 ** 20} MiB" in _row("plan, session or program file")
     assert _numbers(_row("instructions in one program")) == [limits.MAX_INSTRUCTIONS]
+    assert _numbers(_row("blocks in one program")) == [limits.MAX_BLOCKS]
     assert _numbers(_row("operands / results of one instruction")) == [limits.MAX_OPERANDS, limits.MAX_DEFS]
     assert _numbers(_row("IR names, immediates")) == [limits.MAX_NAME, limits.MAX_IMMEDIATE]
     assert _numbers(_row("registers live at once (MAXLIVE)")) == [limits.MAX_LIVE]

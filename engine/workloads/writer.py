@@ -9,7 +9,9 @@ workload tests check that every generated program parses back to itself).
 
 from __future__ import annotations
 
+from engine.errors import RegtuneError
 from engine.ir import Block, Imm, Instruction, Program, Use, Value
+from engine.limits import MAX_INSTRUCTIONS
 
 _OPERANDS: dict[str, object] = {}
 #: instructions are immutable, so generated programs share them by (line, phase)
@@ -30,6 +32,7 @@ class ProgramWriter:
         self.name = name
         self.blocks: list[tuple[str, list[Instruction]]] = []
         self.current_phase: str | None = None
+        self.count = 0
 
     def block(self, name: str, phase: str | None = None) -> None:
         self.blocks.append((name, []))
@@ -46,6 +49,10 @@ class ProgramWriter:
             if len(_INSTRUCTIONS) < 1 << 18:
                 _INSTRUCTIONS[key] = ins
         self.blocks[-1][1].append(ins)
+        self.count += 1
+        if self.count > MAX_INSTRUCTIONS:
+            raise RegtuneError(f"{self.name}: the generated program passes {MAX_INSTRUCTIONS} instructions "
+                               "(RegTune's limit for one program); choose a smaller tile or K/V tile (bc)")
 
     def _build(self, line: str) -> Instruction:
         lhs, sep, rhs = line.partition(" = ")

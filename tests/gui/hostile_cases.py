@@ -165,7 +165,31 @@ def _endless_loop(command: str):
     return case
 
 
+def _many_blocks(folder, marker):
+    path = folder / "blocks.txt"
+    path.write_text(".kernel k\n" + "".join(f".block b{i}\n" for i in range(200_000)) + "  exit\n")
+    return ["analyze", str(path)], []
+
+
+def _two_arrays_in_one_slot(command: str):
+    """Pointers into A and B stored to one spill slot: the pointer analysis once flipped between them for ever."""
+    def case(folder, marker):
+        program = (".kernel k\n.block b\n  %pa:u64 = param A\n  %pb:u64 = param B\n  st.local 0, %pa\n"
+                   "  st.local 0, %pb\n  %x:f32 = ld.global %pa, 0\n  st.global %pb, 0, %x\n  exit\n")
+        data = {"format": "regtune-plan", "version": 1, "allocator": "linear-scan", "budget": 255,
+                "program": program, "assignment": {"pa": [0, 1], "pb": [2, 3], "x": [0]}}
+        path = folder / "plan.json"
+        path.write_text(json.dumps(data))
+        out = folder / "out"
+        argv = ["check", str(path)] if command == "check" else ["build", str(path), "--out-dir", str(out)]
+        return argv, [out / "report.json"]
+    return case
+
+
 FILE_CASES = {
+    "a spill slot holding pointers into two arrays (check)": _two_arrays_in_one_slot("check"),
+    "a spill slot holding pointers into two arrays (build)": _two_arrays_in_one_slot("build"),
+    "200,000 empty blocks": _many_blocks,
     "not JSON": _raw_plan(b"{'format': 'regtune-plan'"),
     "not UTF-8": _raw_plan(b"\xff\xfe{}"),
     "JSON nested 100,000 deep": _deep_json,
@@ -184,6 +208,8 @@ def _args(*argv, outputs=()):
 
 
 ARGUMENT_CASES = {
+    "--tile with a superscript digit": _args("program", "gemm", "--m", "8", "--n", "8", "--k", "8", "--tile", "\u00b2x2"),
+    "compare --allocators ,": _args("compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators", ","),
     "--tile 0x4": _args("program", "gemm", "--m", "8", "--n", "8", "--k", "8", "--tile", "0x4"),
     "--out into a missing folder": _args("allocate", EXAMPLE, "--allocator", "dsatur", "--out",
                                          "{folder}/missing/plan.json", outputs=["{folder}/missing/plan.json"]),

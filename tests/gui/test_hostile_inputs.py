@@ -75,17 +75,22 @@ def test_tricky_names_that_are_valid_build_a_kernel_that_defines_them_safely():
     compile(source.text, "tricky", "exec")
 
 
-def test_ctrl_c_is_one_line_and_exit_130_and_leaves_no_file(tmp_path):
+@pytest.mark.parametrize("how, status, line", [(signal.SIGINT, 130, "regtune: interrupted (Ctrl+C)"),
+                                               (signal.SIGTERM, 143, "regtune: terminated (SIGTERM)")])
+def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_path, how, status, line):
     regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
     out = tmp_path / "report.md"
     proc = subprocess.Popen([regtune, "report", "seed", "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(4)
-    os.killpg(proc.pid, signal.SIGINT)          # as a terminal does: the whole process group
+    if how == signal.SIGINT:
+        os.killpg(proc.pid, how)          # as a terminal does: the whole process group
+    else:
+        proc.send_signal(how)             # as timeout, an IDE or a closing session do: the command alone
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == status
     assert "Traceback" not in err
-    assert err.splitlines()[-1].startswith("regtune: interrupted (Ctrl+C)")
+    assert err.splitlines()[-1].startswith(line)
     assert not out.exists()
     for _ in range(50):        # the workers were terminated: give them (and the resource tracker) a moment
         states = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(proc.pid)], capture_output=True,

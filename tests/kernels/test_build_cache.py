@@ -75,3 +75,20 @@ def test_an_unusable_cache_root_gives_one_warning_and_an_uncached_build(tmp_path
     build = build_plan(gemm_plan(2, 2, 3, "dsatur"), ARCH)
     assert build.cache_warning.startswith(f"build cache {root} is unusable") and "\n" not in build.cache_warning
     assert build.archs["sm_80"].report.registers > 0 and not build.cached
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["a FIFO", "a link to /dev/zero"])
+def test_an_entry_that_is_not_a_regular_file_is_a_miss_that_costs_nothing(cache, kind):
+    import os
+
+    plan = gemm_plan(2, 2, 3, "dsatur")
+    build_plan(plan, ARCH)
+    [ptx] = _entries(cache, "ptx")
+    ptx.unlink()
+    if kind == "a FIFO":
+        os.mkfifo(ptx)               # reading it would wait for a writer for ever
+    else:
+        ptx.symlink_to("/dev/zero")  # reading it would never end
+    again = build_plan(plan, ARCH)
+    assert "nvvm" in again.timings_ms and ptx.is_file() and not ptx.is_symlink()

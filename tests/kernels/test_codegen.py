@@ -177,3 +177,14 @@ def test_values_crossing_blocks_go_through_a_carry_array_and_guarded_definitions
     assert "while True:" in body and "if not more:" in body
     ptx = compile_ptx(source)
     assert "st.local" not in ptx and "ld.local" not in ptx      # SROA turned the carry cells into registers
+
+
+def test_compiler_spill_variables_never_take_a_value_s_name():
+    """With spills="compiler" a slot becomes a variable ``slot_N_T``; a value of that name keeps its own."""
+    program = parse(".kernel k\n.block b\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n"
+                    "  %slot_0_f32:f32 = ld.global %pa, 4\n  st.local 0, %x\n  %y:f32 = ld.local 0\n"
+                    "  %z:f32 = add %y, %slot_0_f32\n  st.global %pa, 8, %z\n  exit\n")
+    plan = Plan(program, {"pa": (0, 1), "x": (2,), "slot_0_f32": (3,), "y": (2,), "z": (2,)}, {}, 255, "hand")
+    body = kernel_source(plan, spills="compiler").body
+    assert "slot_0_f32 = A[pa + uint64(1)]" in body
+    assert "v_slot_0_f32 = x" in body and "y = v_slot_0_f32" in body and "z = y + slot_0_f32" in body

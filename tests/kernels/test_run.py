@@ -68,6 +68,32 @@ def test_a_worker_killed_at_its_limit_takes_its_process_group_along(tmp_path):
     assert state in ("", "Z"), f"the worker's child {child} still runs (state {state})"
 
 
+def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
+    """A ``regtune`` killed with SIGKILL cannot stop its workers: they watch their parent and end themselves."""
+    import subprocess
+    import sys
+
+    script = ("from kernels.run import run_worker\n"
+              "run_worker({'source': 'while True:\\n    pass\\n', 'kernel': 'k', 'mode': 'simulator'}, True, 300)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    worker = None
+    for _ in range(100):
+        found = subprocess.run(["pgrep", "-P", str(parent.pid), "-f", "kernels.worker"], capture_output=True, text=True)
+        if found.stdout.split():
+            worker = int(found.stdout.split()[0])
+            break
+        time.sleep(0.1)
+    assert worker is not None, "the worker did not start"
+    parent.kill()
+    parent.wait()
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{worker}") or open(f"/proc/{worker}/stat").read().split(") ")[-1][:1] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"worker {worker} outlived its parent")
+
+
 def test_a_worker_past_its_memory_limit_is_an_error_value():
     hog = "block = bytearray(3 * 1024 ** 3)\n"
     result = run_worker({"source": hog, "kernel": "k", "mode": "simulator"}, True, 60, memory_mb=1024)
