@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 
 import pytest
 from hypothesis import event, given
@@ -178,3 +179,30 @@ def _undefined(program):
 def test_plan_is_a_value(plan):
     assert plan == Plan(plan.program, dict(plan.assignment), dict(plan.spills), plan.budget, plan.allocator,
                         predicted=dict(plan.predicted))
+
+
+def test_written_files_honour_the_umask_and_leave_no_temporary(tmp_path):
+    from engine.plan import TMP_SUFFIX, write_text_atomic
+
+    path = tmp_path / "plan.json"
+    path.write_text("old")
+    path.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(path, "new")
+    finally:
+        os.umask(old)
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert not list(tmp_path.glob(f"*{TMP_SUFFIX}"))
+
+
+def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
+    from engine.plan import TMP_SUFFIX, write_text_atomic
+
+    path = tmp_path / "plan.json"
+    dead = tmp_path / f".plan.json.{2 ** 22 + 12345}.0badc0de{TMP_SUFFIX}"      # no process has this id
+    alive = tmp_path / f".plan.json.{os.getpid()}.feedf00d{TMP_SUFFIX}"         # a write of ours, in progress
+    dead.write_text("half")
+    alive.write_text("half")
+    write_text_atomic(path, "whole")
+    assert not dead.exists() and alive.exists() and path.read_text() == "whole"
