@@ -40,8 +40,9 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
     """
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0"}
     request = {**request, "memory_mb": memory_mb}
-    proc = subprocess.Popen([sys.executable, "-m", "kernels.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", "kernels.worker", "--parent", str(os.getpid())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
     with _LOCK:
         _RUNNING.add(proc)
     try:

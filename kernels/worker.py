@@ -246,15 +246,18 @@ MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx
 
 def _watch_parent(parent: int) -> None:
     """End this worker and its process group when the process that started it is gone (killed, or
-    exited without stopping it): a worker must never outlive its ``regtune``."""
+    exited without stopping it): a worker must never outlive its ``regtune``. ``parent`` comes from the
+    command line, not from ``getppid()`` here: a parent killed while this process was still starting
+    would already have been replaced by init."""
     while True:
-        time.sleep(0.5)
         if os.getppid() != parent:
             os.killpg(os.getpgrp(), signal.SIGKILL)
+        time.sleep(0.5)
 
 
 def main() -> int:
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True, name="watch-parent").start()
+    parent = int(sys.argv[sys.argv.index("--parent") + 1]) if "--parent" in sys.argv else os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
     request = json.loads(sys.stdin.read())
     try:
         _cap_memory(request.get("memory_mb"))
