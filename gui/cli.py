@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, load_arch, next_register_step, occupancy
