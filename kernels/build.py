@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import linecache
 import os
 import shutil
 import stat
 import time
-import types
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -81,16 +79,6 @@ class Build:
         return sum(1 for line in self.ptx.splitlines() if line.strip().startswith(opcode_prefix))
 
 
-def _exec_source(source: KernelSource) -> types.ModuleType:
-    """The generated module, exec'd fresh; registered in linecache so line info points at it."""
-    filename = f"<regtune-kernel-{_key(source.text)[:12]}>"
-    module = types.ModuleType(f"regtune_kernel_{_key(source.text)[:12]}")
-    module.__file__ = filename
-    linecache.cache[filename] = (len(source.text), None, source.text.splitlines(True), filename)
-    exec(compile(source.text, filename, "exec"), module.__dict__)  # noqa: S102 - our own generated source
-    return module
-
-
 @dataclass(frozen=True)
 class Limits:
     """What one NVVM compile may take: it runs in a worker process killed (with its process group) past
@@ -111,22 +99,6 @@ def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limit
         raise ToolchainError(error.removeprefix("ToolchainError: ") if error.startswith("ToolchainError: ")
                              else f"NVVM could not compile {source.name}: {error}")
     return reply["ptx"]
-
-
-def compile_ptx_here(source: KernelSource, cc: tuple = (8, 0)) -> str:
-    """NVVM through numba-cuda in this process (the worker's side of :func:`compile_ptx`)."""
-    from numba import cuda
-
-    from kernels.numba_fix import apply
-
-    apply()
-    module = _exec_source(source)
-    try:
-        ptx, _ = cuda.compile_ptx(getattr(module, source.name), source.signature, cc=cc, fastmath=False)
-    except Exception as e:  # noqa: BLE001 - numba's typing/lowering errors become one line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ToolchainError(f"NVVM/numba could not compile {source.name}: {first}") from None
-    return ptx
 
 
 def entry_name(ptx: str) -> str:

@@ -232,13 +232,27 @@ def _cap_memory(megabytes) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def compile_ptx_here(text: str, name: str, signature: str, cc: tuple = (8, 0)) -> str:
+    """NVVM through numba-cuda in this process, the worker's side of :func:`kernels.build.compile_ptx`: the
+    PTX of the function ``name`` of the generated module ``text``."""
+    from numba import cuda
+
+    from kernels.numba_fix import apply
+    from kernels.toolchain import ToolchainError
+
+    apply()
+    module = _module(text)
+    try:
+        ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=cc, fastmath=False)
+    except Exception as e:  # noqa: BLE001 - numba's typing/lowering errors become one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ToolchainError(f"NVVM/numba could not compile {name}: {first}") from None
+    return ptx
+
+
 def ptx(request: dict) -> dict:
     """NVVM through numba-cuda: the PTX of one generated kernel module (``kernels.build.compile_ptx``)."""
-    from kernels.build import compile_ptx_here
-    from kernels.codegen import KernelSource
-
-    source = KernelSource(request["source"], request["kernel"], (), (), request["signature"], "plan", 0, 0, 0)
-    return {"ptx": compile_ptx_here(source, tuple(request["cc"]))}
+    return {"ptx": compile_ptx_here(request["source"], request["kernel"], request["signature"], tuple(request["cc"]))}
 
 
 MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx": ptx}

@@ -13,7 +13,8 @@ import pytest
 from engine.edits import Move, apply_edit
 from engine.ir import parse
 from engine.plan import Plan
-from kernels.build import build_plan, compile_ptx, compile_ptx_here
+from kernels.build import build_plan, compile_ptx
+from kernels.worker import compile_ptx_here
 from kernels.codegen import KernelError, kernel_source
 from tests.kernels.conftest import gemm_plan, mha_plan
 
@@ -136,7 +137,8 @@ def test_numba_fix_computes_what_numba_cuda_computes(monkeypatch):
         compared.append(len(expected))
 
     monkeypatch.setattr(lowering.Lower, "_find_singly_assigned_variable", both)
-    compile_ptx_here(kernel_source(gemm_plan(4, 4, 4, "chaitin-briggs", budget=24, tile=(2, 2))))
+    source = kernel_source(gemm_plan(4, 4, 4, "chaitin-briggs", budget=24, tile=(2, 2)))
+    compile_ptx_here(source.text, source.name, source.signature)
     assert compared and compared[0] > 50
 
 
