@@ -2,8 +2,8 @@
 
 Invariant: a file is data, never code. Every field that leaves these
 checks has the Python type and the range its reader expects (an ``int``
-that is not a ``bool``, a name that matches :data:`NAME`, a string from a
-known set), so later stages can write it into generated source through
+that is not a ``bool``, a printable string of bounded length, a string from
+a known set), so later stages can write it into generated source through
 ``int()`` / ``float()`` / ``repr()`` without ever pasting file text. Each
 failure is a one-line :class:`PlanError` that names the file and the field
 and quotes at most a short, escaped excerpt of the offending value.
@@ -27,8 +27,7 @@ import re
 
 from engine.errors import PlanError
 
-#: an ASCII name as the IR spells value, block and kernel names (no dots here: dots are IR-only)
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DIGITS = re.compile(r"[0-9]+")
 #: how long an echoed value may be in a message
 EXCERPT = 40
 
@@ -48,9 +47,6 @@ def excerpt(value, limit: int = EXCERPT) -> str:
 def digits(text: str) -> bool:
     """ASCII digits only (``str.isdigit`` also takes ``²`` and other digits that ``int`` refuses)."""
     return bool(DIGITS.fullmatch(text))
-
-
-DIGITS = re.compile(r"[0-9]+")
 
 
 def is_int(value) -> bool:
@@ -90,15 +86,6 @@ def boolean(data: dict, key: str, where: str) -> bool:
     value = data.get(key)
     if not isinstance(value, bool):
         raise PlanError(f"{where}: field {key!r} must be true or false, got {excerpt(value)}")
-    return value
-
-
-def name(data: dict, key: str, where: str, limit: int = 128) -> str:
-    """``data[key]`` as an ASCII name (see :data:`NAME`) of at most ``limit`` characters."""
-    value = data.get(key)
-    if not isinstance(value, str) or len(value) > limit or not NAME.fullmatch(value):
-        raise PlanError(f"{where}: field {key!r} must be a name of letters, digits and _ "
-                        f"(at most {limit}), got {excerpt(value)}")
     return value
 
 

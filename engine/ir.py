@@ -508,6 +508,17 @@ def parse(text: str, source: str = "<program>") -> Program:
     return builder.finish()
 
 
+def is_name(text: str) -> bool:
+    """Whether ``text`` is a value, block or kernel name of the IR (ASCII, at most MAX_NAME characters).
+
+    Examples
+    --------
+    >>> is_name("gemm_m8n8k8.t4"), is_name("ｃｕｄａ"), is_name("a b")
+    (True, False, False)
+    """
+    return bool(_NAME_RE.match(text))
+
+
 def successors(program: Program) -> list[list[int]]:
     """Successor block indices of each block (fall-through included).
 

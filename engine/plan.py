@@ -17,8 +17,8 @@ True
 
 from __future__ import annotations
 
-import json
 import glob
+import json
 import os
 import secrets
 import stat
@@ -32,10 +32,10 @@ from engine.errors import InterpreterError, PlanError, RegtuneError
 from engine.fields import digits, exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
 from engine.interp import run, run_together
-from engine.ir import Imm, Program, parse, print_program
+from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
 from engine.liveness import analyze
-from engine.spill import spill_loads_and_stores, unspilled
+from engine.spill import spill_loads_and_stores, spill_slot, unspilled
 from engine.verify import SEEDS, static_conflicts
 
 FORMAT = "regtune-plan"
@@ -283,11 +283,9 @@ def _allocator(data: dict, source: str) -> str:
 def _spill_instructions(program: Program, source: str) -> None:
     """Spill code addresses a slot in 0..MAX_SPILL_SLOT (a kernel sizes its local arrays by it)."""
     for i, ins in enumerate(program.instructions):
-        if ins.opcode in ("st.local", "ld.local"):
-            slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else None
-            if slot is None or not digits(slot) or int(slot) > MAX_SPILL_SLOT:
-                raise PlanError(f"{source}: instruction {i} ({excerpt(str(ins), 60)}): a spill slot must be an "
-                                f"integer in 0..{MAX_SPILL_SLOT}")
+        if ins.opcode in ("st.local", "ld.local") and spill_slot(ins) is None:
+            raise PlanError(f"{source}: instruction {i} ({excerpt(str(ins), 60)}): a spill slot must be an "
+                            f"integer in 0..{MAX_SPILL_SLOT}")
 
 
 def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:

@@ -41,8 +41,24 @@ import functools
 
 import numpy as np
 
+from engine.fields import digits
 from engine.gcpause import paused_gc
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
+from engine.limits import MAX_SPILL_SLOT
+
+
+def spill_slot(ins: Instruction) -> int | None:
+    """The local-memory slot a ``st.local`` / ``ld.local`` names, when it is a decimal integer in
+    0..MAX_SPILL_SLOT (512 KiB of local memory per thread); None otherwise.
+
+    Examples
+    --------
+    >>> from engine.ir import parse_instruction
+    >>> spill_slot(parse_instruction("st.local 3, %x")), spill_slot(parse_instruction("st.local 9999999, %x"))
+    (3, None)
+    """
+    slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else ""
+    return int(slot) if digits(slot) and int(slot) <= MAX_SPILL_SLOT else None
 
 
 def reload_name(value: str, k: int) -> str:

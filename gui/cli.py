@@ -50,12 +50,20 @@ def read_program(path: str) -> Program:
     return parse(read_text(path, RegtuneError), path)
 
 
+def _sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | None:
+    """``AxB`` / ``AxBxC`` with ``count`` ASCII integers in ``lo..hi``; None for anything else."""
+    parts = [p.strip() for p in text.lower().split("x")]
+    if len(parts) != count or not all(digits(p) and lo <= int(p) <= hi for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
 def _tile(text: str) -> tuple[int, int]:
-    parts = text.lower().split("x")
-    if len(parts) != 2 or not all(digits(p.strip()) and 1 <= int(p) <= 16 for p in parts):
+    tile = _sizes(text, 2, 1, 16)
+    if tile is None:
         raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
                            f"got {excerpt(text)}")
-    return int(parts[0]), int(parts[1])
+    return tile
 
 
 def budget(text: str) -> int:
@@ -86,11 +94,10 @@ def seconds(text: str) -> float:
 
 def gemm_config(text: str) -> dict:
     """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
-    parts = text.lower().split("x")
-    if len(parts) != 3 or not all(digits(p.strip()) and 2 <= int(p) <= 16 for p in parts):
+    sizes = _sizes(text, 3, 2, 16)
+    if sizes is None:
         raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
-    m, n, k = (int(p) for p in parts)
-    return {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "f32"}
+    return Gemm(*sizes).as_dict()
 
 
 def _strategies(text: str | None) -> tuple[str, ...]:

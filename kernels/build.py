@@ -28,6 +28,7 @@ from pathlib import Path
 from engine.arch import load_arch
 from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
+from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
 from kernels.toolchain import CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
 
@@ -85,13 +86,11 @@ class Limits:
     ``seconds``, and capped at ``memory_mb`` of address space. ``regtune build --timeout/--memory`` set them."""
 
     seconds: float = 900.0
-    memory_mb: int = 8192
+    memory_mb: int = WORKER_MEMORY_MB
 
 
 def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limits()) -> str:
     """NVVM through numba-cuda, in a worker process under ``limits``: the kernel's PTX for ``cc``."""
-    from kernels.run import run_worker
-
     reply = run_worker({"mode": "ptx", "source": source.text, "kernel": source.name, "signature": source.signature,
                         "cc": list(cc)}, simulator=False, timeout=limits.seconds, memory_mb=limits.memory_mb)
     if "ptx" not in reply:

@@ -60,6 +60,7 @@ from engine.fields import excerpt
 from engine.ir import Imm, Instruction, Program, Use, successors
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan
+from engine.spill import spill_slot
 
 SPILL_MODES = ("plan", "compiler")
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
@@ -576,9 +577,9 @@ class _Writer:
 
 
 def _spill_slot(ins: Instruction, where: str) -> int:
-    """The local-memory slot of spill code, as an int in 0..MAX_SPILL_SLOT."""
-    slot = _number(ins.operands[0].text, where) if ins.operands and isinstance(ins.operands[0], Imm) else -1
-    if not 0 <= slot <= MAX_SPILL_SLOT:
+    """The local-memory slot of spill code (see :func:`engine.spill.spill_slot`), or a one-line error."""
+    slot = spill_slot(ins)
+    if slot is None:
         raise KernelError(f"{where}: a spill slot must be an integer in 0..{MAX_SPILL_SLOT}")
     return slot
 

@@ -49,9 +49,11 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
+        proc.communicate()
         return {"error": f"the kernel worker did not finish within {timeout:g} s (killed with its process group)"}
     except BaseException:       # Ctrl+C or the caller's own cancel: nothing of the worker survives
         _kill_group(proc)
+        proc.communicate()
         raise
     finally:
         with _LOCK:
@@ -71,11 +73,11 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the worker's process group (the worker leads it); a group already gone is fine."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
 
 
 #: the workers running now (every thread's), so that an interrupted command or a closing window can stop them
@@ -95,10 +97,7 @@ def stop_workers() -> int:
         running = list(_RUNNING)
         _STOPPED.update(running)
     for proc in running:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(proc)
     return len(running)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from engine import fields
 from engine.errors import PlanError
+from engine.ir import is_name
 
 
 def _program_workload(data: dict, options: dict, where: str, owhere: str) -> tuple[dict, dict]:
@@ -23,7 +24,7 @@ def _program_workload(data: dict, options: dict, where: str, owhere: str) -> tup
     out = {"kind": "program"}
     if "name" in data:
         value = data["name"]
-        if not isinstance(value, str) or len(value) > 128 or not fields.NAME.fullmatch(value.replace(".", "_")):
+        if not isinstance(value, str) or not is_name(value):
             raise PlanError(f"{where}: field 'name' must be a kernel name, got {fields.excerpt(value)}")
         out["name"] = value
     if "source" in data:
