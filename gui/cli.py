@@ -26,7 +26,7 @@ from engine.limits import CHECK_SECONDS
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, read_text, registers_used, write_plan
-from engine.verify import verify_execution
+from engine.verify import SEEDS, verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
 from gui.cli_kernels import add_kernel_commands
@@ -193,33 +193,48 @@ def cmd_allocate(args) -> int:
     check_plan(plan, args.out)
     verified = ""
     if not args.no_verify:
-        verify_execution(plan.program, plan.assignment, plan.spills)
-        verified = ", verified by execution on 3 random inputs"
+        verified = ", " + execution_summary(verify_execution(plan.program, plan.assignment, plan.spills))
     write_plan(plan.with_(workload=workload, options=options), args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
 
 
+def execution_summary(compared: int) -> str:
+    """What the execution check covered, in words: "verified" only when it compared stores.
+
+    Examples
+    --------
+    >>> execution_summary(12)
+    'verified by execution on 3 random inputs (12 stores compared)'
+    >>> execution_summary(0)
+    'execution check ran 3 random inputs but none reached a store: not verified by execution'
+    """
+    if compared:
+        return f"verified by execution on {len(SEEDS)} random inputs ({compared} stores compared)"
+    return f"execution check ran {len(SEEDS)} random inputs but none reached a store: not verified by execution"
+
+
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
     conflict, the execution check passed within ``check_seconds``, and a kernel module can be written from
-    it (names and numbers pass codegen's checks); else a one-line error."""
+    it (names and numbers pass codegen's checks); else a one-line error. Returns the plan and the number
+    of stores the execution check compared."""
     from kernels.codegen import KernelError, kernel_source
 
     plan = load_plan(path)
-    verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds)
+    compared = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds)
     try:
         kernel_source(plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return plan
+    return plan, compared
 
 
 def cmd_check(args) -> int:
-    plan = admit_plan(args.plan, args.time_limit)
+    plan, compared = admit_plan(args.plan, args.time_limit)
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values, verified by execution on 3 random inputs; "
+          f"{plan.budget}, {len(plan.spills)} spilled values, {execution_summary(compared)}; "
           "its kernel module can be generated")
     return 0
 

@@ -85,7 +85,7 @@ def cmd_build(args) -> int:
 
     archs = _archs(args.arch)
     out = _out_dir(args.out_dir)
-    plan = admit_plan(args.plan, args.time_limit)     # build accepts exactly what check accepts
+    plan, _ = admit_plan(args.plan, args.time_limit)     # build accepts exactly what check accepts
     build = build_plan(plan, archs, spills=args.spills, limits=_limits(args))
     _warn(build)
     sim = simulate(plan, args.spills, timeout=args.sim_timeout) if not args.no_simulate \
@@ -138,7 +138,7 @@ def cmd_compare(args) -> int:
     from kernels.toolchain import cuda_device
 
     archs = _archs(args.arch)
-    extra = [(Path(p).stem, admit_plan(p, args.time_limit)) for p in args.plan or []]
+    extra = [(Path(p).stem, admit_plan(p, args.time_limit)[0]) for p in args.plan or []]
     program, workload, options = workload_program(args)
     plans = [(n, allocate(n, program, args.budget).with_(workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
@@ -173,7 +173,7 @@ def cmd_budget_sweep(args) -> int:
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
-    plan = admit_plan(args.plan, args.time_limit)
+    plan, _ = admit_plan(args.plan, args.time_limit)
     source = kernel_source(plan)
     ptx = compile_ptx(source, arch.compute_capability, _limits(args))
     caps = list(range(args.start, args.stop + 1, 8))

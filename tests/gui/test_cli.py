@@ -40,12 +40,24 @@ def test_allocate_then_check(tmp_path, allocator):
     r = regtune("allocate", LOOP, "--allocator", allocator, "--budget", "6", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{allocator}: ") and f"-> {out}" in r.stdout
-    assert "verified by execution" in r.stdout
+    assert "verified by execution on 3 random inputs (3 stores compared)" in r.stdout
     data = json.loads(out.read_text())
     assert data["allocator"] == allocator and data["budget"] == 6 and data["spills"]
     r = regtune("check", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{out}: valid {allocator} plan for gemm_m1n1k2:")
+    assert "(3 stores compared)" in r.stdout
+
+
+def test_check_does_not_say_verified_when_no_input_reached_a_store(tmp_path):
+    """GEMM 8x8x8's three verification inputs all take the early exit (issue 11): the check says so."""
+    out = tmp_path / "plan.json"
+    r = regtune("allocate", "gemm", "--m", "8", "--n", "8", "--k", "8", "--allocator", "dsatur", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    r = regtune("check", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "none reached a store: not verified by execution" in r.stdout
+    assert "stores compared" not in r.stdout
 
 
 def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
