@@ -10,35 +10,52 @@ from __future__ import annotations
 import signal
 import sys
 
-INTERRUPTED = "regtune: interrupted (Ctrl+C); files already written are complete and kept"
-TERMINATED = "regtune: terminated (SIGTERM); files already written are complete and kept"
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``timeout``, an IDE's stop button, a closed session), unwound like Ctrl+C."""
+from gui.cli.interrupt import Terminated, interrupted
 
 
 def _terminate(signum, frame):
     raise Terminated()
 
 
-def interrupted(exc: KeyboardInterrupt) -> int:
-    """Stop the kernel workers still running, say why in one line; the exit status (130, or 143 for SIGTERM)."""
-    run = sys.modules.get("kernels.run")
-    if run is not None:
-        run.stop_workers()
-    terminated = isinstance(exc, Terminated)
-    print(TERMINATED if terminated else INTERRUPTED, file=sys.stderr)
-    return 143 if terminated else 130
+def _gui(args) -> int:
+    from engine.plan import load_plan
+    from gui.qt.qt_app import run_gui
+
+    if args.plan:
+        load_plan(args.plan)   # a bad plan is one line here, before any window opens
+    return run_gui(args.plan)
 
 
-def main() -> int:
+def _screenshot(args) -> int:
+    from engine.plan import check_writable, load_plan
+    from gui.cli.main import gemm_config
+    from gui.qt.qt_app import screenshot
+
+    workload = gemm_config(args.gemm) if args.gemm else None
+    check_writable(args.out, "--out")
+    if args.plan:
+        load_plan(args.plan)   # a bad plan is one line here, before the window is made
+    print(screenshot(args.out, args.plan, args.view, workload=workload, options=None, build=args.build,
+                     current=args.current, select=args.select))
+    return 0
+
+
+#: the commands that open the window, for :func:`gui.cli.main.main`
+WINDOW = {"gui": _gui, "screenshot": _screenshot}
+
+
+def command(argv=None) -> int:
+    """One ``regtune`` command, the window's included (no process set-up: for tests and embedding)."""
+    from gui.cli.main import main as run
+
+    return run(argv, window=WINDOW)
+
+
+def main(argv=None) -> int:
     """Import the command and run it; one line and exit 130 on Ctrl+C (143 on SIGTERM) at any point."""
     signal.signal(signal.SIGTERM, _terminate)      # once, where the process starts
     try:
-        from gui.cli import main as command
-
-        return command()
+        return command(argv)
     except KeyboardInterrupt as exc:
         return interrupted(exc)
 

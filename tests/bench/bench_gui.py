@@ -39,8 +39,8 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
     from engine.edits import Assign, Move, apply_edit
     from engine.liveness import analyze
     from engine.verify import static_conflicts
-    from gui.qt_main_window import QtMainWindow
-    from gui.session import DEFAULT_OPTIONS, allocate_all
+    from gui.qt.qt_main_window import QtMainWindow
+    from gui.model.session import DEFAULT_OPTIONS, allocate_all
 
     options = {**DEFAULT_OPTIONS, **options}
     plans = allocate_all(workload, options)
@@ -101,7 +101,7 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    from gui.qt_app import application
+    from gui.qt.qt_app import application
 
     app = application()
     results = []

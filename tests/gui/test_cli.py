@@ -109,7 +109,7 @@ def test_help_everywhere(command):
 
 
 def test_headless_commands_never_import_qt():
-    code = ("import sys; from gui.cli import main; main(['analyze', %r]); "
+    code = ("import sys; from gui.cli.main import main; main(['analyze', %r]); "
             "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))]" % EXAMPLE)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

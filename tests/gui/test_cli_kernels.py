@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gui.cli import main
+from gui.cli.main import main
 
 
 def _plan(tmp_path, *flags) -> str:

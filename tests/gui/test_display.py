@@ -1,4 +1,4 @@
-"""gui.display: the checks that run before Qt starts, judged on environments passed as dicts."""
+"""gui.qt.display: the checks that run before Qt starts, judged on environments passed as dicts."""
 
 import os
 import shutil
@@ -10,8 +10,8 @@ import time
 import pytest
 
 from engine.errors import RegtuneError
-from gui import display
-from gui.display import (NO_DISPLAY, check_display, check_x_server, debian_packages, missing_libraries,
+from gui.qt import display
+from gui.qt.display import (NO_DISPLAY, check_display, check_x_server, debian_packages, missing_libraries,
                          missing_libraries_message, x_server_listening)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the checks run on Linux only")
@@ -108,7 +108,7 @@ def test_a_missing_ldd_skips_the_library_check(monkeypatch, tmp_path):
 
 
 def test_the_plugin_files_are_found_without_importing_qt():
-    code = ("import sys; from gui.display import plugin_files; "
+    code = ("import sys; from gui.qt.display import plugin_files; "
             "print(len(plugin_files('xcb') + plugin_files('offscreen')), 'PySide6' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["3", "False"]

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from engine.plan import plan_from_dict
-from gui.cli import main
+from gui.entry import command as main
 from tests.gui.hostile_cases import all_cases, good_plan
 
 CASES = all_cases()
@@ -112,7 +112,7 @@ def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_pat
 ])
 def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):
     from engine.errors import RegtuneError
-    from gui.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
+    from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
 
     plan = plan_from_dict(good_plan(), "good")
     session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan}, "naive", [])

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QApplication
 from engine.edits import Move
 from engine.liveness import analyze
 from engine.plan import load_plan, plan_to_dict
-from gui.qt_main_window import QtMainWindow
-from gui.session import autosave_path
+from gui.qt.qt_main_window import QtMainWindow
+from gui.model.session import autosave_path
 
 
 @pytest.fixture(autouse=True)
@@ -198,7 +198,7 @@ def test_every_edit_is_autosaved_and_a_restart_restores_it(qtbot, window):
 def test_screenshot_command_renders_the_window_to_a_png(qtbot, tmp_path):
     from PySide6.QtGui import QImage
 
-    from gui.cli import main
+    from gui.entry import command as main
 
     out = tmp_path / "shot.png"
     assert main(["screenshot", "--gemm", "4x4x4", "--view", "timeline", "--out", str(out)]) == 0

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import kernels.toolchain as toolchain
-from gui.cli import main
+from gui.cli.main import main
 from kernels.build import build_plan
 from kernels.sass import SassError, parse_sass
 from kernels.toolchain import ToolchainError, find_tool, parse_ptxas, ptxas

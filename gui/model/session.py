@@ -1,6 +1,6 @@
 """The window's document: one session (workload, options, plans, selection, measurements), Qt-free.
 
-The window changes a session only through undoable commands (gui/qt_commands.py),
+The window changes a session only through undoable commands (gui/qt/qt_commands.py),
 each a one-line call into the methods here. Long work (building programs,
 allocating, building kernels) is done by the plain functions below, which the
 window runs in background workers.

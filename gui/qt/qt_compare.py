@@ -13,7 +13,7 @@ from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from gui.qt_timeline import QtTimeline
+from gui.qt.qt_timeline import QtTimeline
 from kernels.report import compare_rows
 
 ARCHS = ("sm_80", "sm_90")

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QListWidg
 
 from engine.plan import Plan, registers_used
 from engine.workloads.roles import role_of
-from gui.qt_table import register_text
+from gui.qt.qt_table import register_text
 
 
 class QtWhyPanel(QWidget):

@@ -79,7 +79,7 @@ def push_edit(stack, doc, edit, name: str | None = None) -> object:
     """Apply ``edit`` to plan ``name`` (current by default): push it when applied, show the reason when
     rejected. An allocator's own plan is never changed: the edit goes to a new hand copy ("hand N"),
     made in the same undoable step."""
-    from gui.session import ALLOCATOR_ORDER
+    from gui.model.session import ALLOCATOR_ORDER
 
     name = name or doc.session.current
     before = doc.session.plans[name]

@@ -1,7 +1,8 @@
 """The ``regtune`` command: headless analysis, allocation, plan checks and kernels; the window on request.
 
-Invariant: this module never imports Qt (``gui``, ``screenshot`` and no arguments import
-gui.qt_app when run); every failure a user can cause
+Invariant: this package never imports Qt (an import-linter contract): ``gui``,
+``screenshot`` and no arguments run the window functions that gui.entry passes
+in; every failure a user can cause
 (a missing file, an unknown allocator, a bad program or plan) prints one
 line ``regtune: error: ...`` on stderr and exits 2, never a traceback.
 
@@ -29,7 +30,7 @@ from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, re
 from engine.verify import SEEDS, verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
-from gui.cli_kernels import add_kernel_commands
+from gui.cli.kernels import add_kernel_commands
 
 
 def one_line(text: str, limit: int = 400) -> str:
@@ -331,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_kernel_commands(sub, _workload_flags)
     p = sub.add_parser("gui", help="open the window (also: regtune with no arguments)")
     p.add_argument("plan", nargs="?", help="a plan file to open")
-    p.set_defaults(func=cmd_gui)
+    p.set_defaults(func=_window("gui"))
     p = sub.add_parser("screenshot", help="render the window offscreen to a PNG")
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
@@ -340,47 +341,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", help="a value to select")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
-    p.set_defaults(func=cmd_screenshot)
+    p.set_defaults(func=_window("screenshot"))
     return parser
 
 
-def cmd_gui(args) -> int:
-    from gui.qt_app import run_gui
-
-    if args.plan:
-        load_plan(args.plan)   # a bad plan is one line here, before any window opens
-    return run_gui(args.plan)
-
-
-def cmd_screenshot(args) -> int:
-    from gui.qt_app import screenshot
-
-    workload, options = (gemm_config(args.gemm) if args.gemm else None), None
-    check_writable(args.out, "--out")
-    if args.plan:
-        load_plan(args.plan)   # a bad plan is one line here, before the window is made
-    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
-                     current=args.current, select=args.select))
-    return 0
+def _window(command: str):
+    """The parser's handler of a window command: run by the one the caller passed to :func:`main`."""
+    def handler(args, window=None) -> int:
+        if window is None:
+            raise RegtuneError(f"'{command}' opens the window: run it through the regtune command (gui.entry)")
+        return window[command](args)
+    handler.window = True
+    return handler
 
 
-def main(argv=None) -> int:
-    """Entry point of the ``regtune`` console script (no arguments: the window)."""
+def main(argv=None, window=None) -> int:
+    """Run one ``regtune`` command (no arguments: the window).
+
+    ``window`` maps ``"gui"`` and ``"screenshot"`` to the functions that run
+    them; this package never imports Qt, so the caller (gui.entry) supplies them.
+    """
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     try:
         if not argv:
-            return cmd_gui(argparse.Namespace(plan=None))
+            argv = ["gui"]
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return 0
+        if getattr(args.func, "window", False):
+            return args.func(args, window)
         return args.func(args)
     except RegtuneError as exc:
         print(f"regtune: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        from gui.entry import interrupted
+        from gui.cli.interrupt import interrupted
 
         return interrupted(exc)
     except BrokenPipeError:  # the reader (head, less) closed the pipe: not an error

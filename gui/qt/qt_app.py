@@ -1,7 +1,7 @@
 """Starting the window: ``regtune``, ``regtune gui [PLAN]`` and ``regtune screenshot``.
 
 Invariant: this is the only entry point that creates a QApplication; the
-headless commands of gui/cli.py import it only when asked for the window.
+headless commands of gui/cli/ import it only when asked for the window.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from engine.errors import RegtuneError
-from gui.display import check_display
+from gui.qt.display import check_display
 
 VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
 
@@ -25,7 +25,7 @@ def application():
 def run_gui(plan_path: str | None = None) -> int:
     check_display()
     app = application()
-    from gui.qt_main_window import QtMainWindow
+    from gui.qt.qt_main_window import QtMainWindow
 
     window = QtMainWindow(restore=None if plan_path is None else False)
     if plan_path:
@@ -46,7 +46,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     check_display()
     app = application()
-    from gui.qt_main_window import QtMainWindow
+    from gui.qt.qt_main_window import QtMainWindow
 
     window = QtMainWindow(autosave=False, restore=False, start_jobs=False)
     window.resize(*size)
@@ -57,7 +57,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     else:
         window.allocate_now(workload or window.doc.session.workload, options or window.doc.session.options)
     from engine.jobs import NullProgress
-    from gui.qt_main_window import _doctor_job
+    from gui.qt.qt_main_window import _doctor_job
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))
     if current:

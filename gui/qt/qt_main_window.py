@@ -24,17 +24,17 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
-from gui import notifications
-from gui.qt_commands import PlansCommand, WorkloadCommand, push_edit
-from gui.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
-from gui.qt_document import QtDocument
-from gui.qt_graph import QtInterferenceGraph
-from gui.qt_jobs import QtJobRunner
-from gui.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyPanel
-from gui.qt_table import QtAllocationTable
-from gui.qt_timeline import QtTimeline
-from gui.qt_workload import QtWorkloadPanel, config_label
-from gui.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_path, clear_autosave
+from gui.model import notifications
+from gui.qt.qt_commands import PlansCommand, WorkloadCommand, push_edit
+from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
+from gui.qt.qt_document import QtDocument
+from gui.qt.qt_graph import QtInterferenceGraph
+from gui.qt.qt_jobs import QtJobRunner
+from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyPanel
+from gui.qt.qt_table import QtAllocationTable
+from gui.qt.qt_timeline import QtTimeline
+from gui.qt.qt_workload import QtWorkloadPanel, config_label
+from gui.model.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_path, clear_autosave
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 
@@ -603,7 +603,7 @@ class QtMainWindow(QMainWindow):
         pg.setConfigOption("foreground", foreground)
 
     def restore_autosave(self) -> None:
-        from gui.session import load_session
+        from gui.model.session import load_session
 
         try:
             session = load_session()

@@ -77,7 +77,7 @@ def _limits(args):
 
 
 def cmd_build(args) -> int:
-    from gui.cli import admit_plan
+    from gui.cli.main import admit_plan
     from kernels.build import build_plan
     from kernels.report import build_report
     from kernels.run import simulate
@@ -131,7 +131,7 @@ def _allocators(text: str) -> list[str]:
 
 
 def cmd_compare(args) -> int:
-    from gui.cli import admit_plan, workload_program
+    from gui.cli.main import admit_plan, workload_program
     from kernels.build import build_plan
     from kernels.report import build_report
     from kernels.run import simulate
@@ -164,7 +164,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_budget_sweep(args) -> int:
-    from gui.cli import admit_plan
+    from gui.cli.main import admit_plan
     from kernels.build import compile_ptx
     from kernels.codegen import kernel_source
     from kernels.report import threads_per_block
@@ -202,7 +202,7 @@ def cmd_budget_sweep(args) -> int:
 
 
 def _limit_flags(p, simulator: bool = True) -> None:
-    from gui.cli import positive, seconds
+    from gui.cli.main import positive, seconds
     from kernels.build import Limits
     from kernels.run import SIMULATOR_TIMEOUT_S
 
@@ -219,7 +219,7 @@ def _limit_flags(p, simulator: bool = True) -> None:
 
 def add_kernel_commands(sub, workload_flags) -> None:
     """Register the kernel commands on the ``regtune`` parser's subcommands."""
-    from gui.cli import budget
+    from gui.cli.main import budget
 
     p = sub.add_parser("doctor", help="NVVM, ptxas, nvdisasm and CUDA device: paths and versions")
     p.set_defaults(func=cmd_doctor)

@@ -1,7 +1,7 @@
 """QtDocument: the session behind Qt signals, with autosave after every change.
 
 Views read ``doc.session`` and the derived data here (analysis, conflicts);
-they change it only through the undo commands in gui/qt_commands.py, whose
+they change it only through the undo commands in gui/qt/qt_commands.py, whose
 redo/undo call the ``set_*`` methods below.
 """
 
@@ -12,8 +12,8 @@ from PySide6.QtCore import QObject, Signal
 from engine.liveness import analyze
 from engine.plan import Plan
 from engine.verify import static_conflicts
-from gui.notifications import notify
-from gui.session import Session, save_session
+from gui.model.notifications import notify
+from gui.model.session import Session, save_session
 
 
 class QtDocument(QObject):
