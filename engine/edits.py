@@ -6,35 +6,38 @@ register holds which value. Schedule edits (:class:`Move`) change the
 kernel that gets built.
 
 Invariant: ``apply_edit(plan, e)`` never raises for a well-typed edit; it
-returns the new plan, every conflict of the new plan (as
-:func:`engine.verify.static_conflicts` finds them), and the inverse edit, so
-``apply_edit(result.plan, result.inverse).plan == plan``. An edit that cannot
+returns the new plan (its ``predicted`` figures left empty: they are the
+caller's stage, engine.predict, which can use the result's analysis), every
+conflict of the new plan (as :func:`engine.verify.static_conflicts` finds
+them), and the inverse edit, so ``apply_edit(result.plan,
+result.inverse).plan`` equals ``plan`` but for its figures. An edit that cannot
 be applied at all (an unknown value, a move across a dependence) comes back
 ``rejected`` with the reason and the plan unchanged.
 
 Examples
 --------
 >>> from engine.ir import parse
->>> from engine.plan import Plan, predict
+>>> from engine.plan import Plan
+>>> from engine.predict import predict
 >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
 >>> plan = Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand")
->>> plan = plan.with_(predicted=predict(plan))
 >>> r = apply_edit(plan, Assign("y", (0,)))
 >>> [c.message for c in r.conflicts]
 ['%x and %y share R0 while both live at instruction 1 (%y:f32 = mov 2)']
+>>> predict(r.plan, r.analysis)["registers"]
+1
 >>> apply_edit(r.plan, r.inverse).plan == plan
 True
 """
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 
-from engine.gcpause import paused_gc
 from engine.interp import immediate
 from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
-from engine.plan import Plan, predict
+from engine.liveness import Analysis, analyze
+from engine.plan import Plan
 from engine.spill import first_free_slot, insert_spill_code, remove_spill_code, spill_code_of
 from engine.verify import Conflict, static_conflicts
 
@@ -89,26 +92,35 @@ class Restore:
 
 @dataclass(frozen=True)
 class EditResult:
-    """The outcome of one edit."""
+    """The outcome of one edit.
+
+    Attributes
+    ----------
+    plan : the edited plan (figures empty), or the plan unchanged when the edit was rejected
+    conflicts : every conflict of ``plan``
+    inverse : the edit that undoes this one (None when rejected or when nothing can undo it)
+    analysis : the liveness analysis of ``plan.program`` (the caller's, for its figures and views)
+    rejected : why the edit could not be applied, or None
+    """
 
     plan: Plan
     conflicts: tuple[Conflict, ...]
     inverse: object | None
+    analysis: Analysis
     rejected: str | None = None
 
 
-#: whether edits run the interpreter for the executed-spill figures (the window's fast path turns it off)
-_EXECUTE = contextvars.ContextVar("regtune_edit_execute", default=True)
-
-
 def _result(new: Plan, inverse) -> EditResult:
-    plan = new.with_(predicted=predict(new, execute=_EXECUTE.get()))
-    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
-    return EditResult(plan, tuple(conflicts), inverse)
+    plan = new.with_(predicted={})
+    analysis = analyze(plan.program)
+    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, analysis)
+    return EditResult(plan, tuple(conflicts), inverse, analysis)
 
 
 def _reject(plan: Plan, reason: str) -> EditResult:
-    return EditResult(plan, tuple(static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)), None, reason)
+    analysis = analyze(plan.program)
+    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, analysis)
+    return EditResult(plan, tuple(conflicts), None, analysis, reason)
 
 
 def _value_problem(plan: Plan, name: str) -> str | None:
@@ -136,7 +148,7 @@ def _swap(plan: Plan, e: Swap) -> EditResult:
 
 
 def _is_spill_temporary(plan: Plan, name: str) -> bool:
-    return name in spill_code_of(plan.program, plan.spills)[1]
+    return name in spill_code_of(plan.program, plan.spills).origin
 
 
 def _spill(plan: Plan, e: Spill) -> EditResult:
@@ -187,17 +199,9 @@ def _move(plan: Plan, e: Move) -> EditResult:
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
 
 
-@paused_gc
-def apply_edit(plan: Plan, edit, execute: bool = True) -> EditResult:
-    """Apply one edit to ``plan`` (see the module invariant).
-
-    ``execute=False`` leaves out the figures that need a run of the interpreter
-    (``spill_*_executed``), for interactive use on large programs."""
-    token = _EXECUTE.set(execute)
-    try:
-        return _APPLY[type(edit)](plan, edit)
-    finally:
-        _EXECUTE.reset(token)
+def apply_edit(plan: Plan, edit) -> EditResult:
+    """Apply one edit to ``plan`` (see the module invariant)."""
+    return _APPLY[type(edit)](plan, edit)
 
 
 def _memory(ins: Instruction):

@@ -47,7 +47,6 @@ import zlib
 from dataclasses import dataclass, field
 
 from engine.errors import InterpreterError, TimeLimitError
-from engine.gcpause import paused_gc
 from engine.ir import Imm, Instruction, Program, Use
 
 MASK32 = 0xFFFFFFFF
@@ -414,15 +413,9 @@ def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
 
 
 def _prepared(program: Program, registers: dict | None) -> tuple:
-    """The decoded program for virtual (``registers`` None) or physical registers, memoized on it."""
-    if registers is None:
-        if "decoded" not in program.cache:
-            program.cache["decoded"] = _decode(program, _virtual_keys(program))
-        return program.cache["decoded"]
-    cached = program.cache.get("decoded-physical")
-    if cached is None or cached[0] is not registers:
-        cached = program.cache["decoded-physical"] = (registers, _decode(program, _physical_keys(program, registers)))
-    return cached[1]
+    """The decoded program for virtual (``registers`` None) or physical registers."""
+    keys = _virtual_keys(program) if registers is None else _physical_keys(program, registers)
+    return _decode(program, keys)
 
 
 def _initial_env(seed: int, registers: dict | None) -> dict:
@@ -433,44 +426,31 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
     return {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
 
 
-@paused_gc
 def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000,
-                 deadline: float | None = None) -> bool:
-    """Run several seeds in lockstep and memoize their traces for :func:`run`; False where that could not be done.
+                 deadline: float | None = None) -> list[Trace] | None:
+    """Run several seeds in lockstep: their traces, in the order of ``seeds``; None where that could not be done.
 
     The traces are exactly those single runs would give. When the seeds
     take different paths or a run fails (an undefined value, the step
-    limit), nothing is memoized and :func:`run` later runs each seed alone,
-    reporting its own error.
+    limit), the caller runs each seed alone with :func:`run`, which reports
+    its own error.
 
     Examples
     --------
     >>> from engine.ir import parse
     >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:i32 = ld.global %pa, 0\\n"
     ...           "  st.global %pa, 4, %x\\n  exit\\n")
-    >>> run_together(p, (0, 1)), run(p, 1).stores == _Run(p, _prepared(p, None), (1,), None, 100).execute()[0].stores
-    (True, True)
+    >>> [t.stores for t in run_together(p, (0, 1))] == [run(p, 0).stores, run(p, 1).stores]
+    True
     """
-    memo = program.cache.setdefault("traces", {})
-    todo = [s for s in dict.fromkeys(seeds) if not _memoized(memo, (s, max_steps, id(registers)), registers)]
-    if len(todo) < 2:
-        return True
     try:
-        traces = _Run(program, _prepared(program, registers), todo, registers, max_steps, deadline).execute()
+        return _Run(program, _prepared(program, registers), tuple(seeds), registers, max_steps, deadline).execute()
     except TimeLimitError:
         raise
     except (_Diverged, InterpreterError):
-        return False
-    for seed, trace in zip(todo, traces):
-        memo[(seed, max_steps, id(registers))] = (registers, trace)
-    return True
+        return None
 
 
-def _memoized(memo: dict, key, registers) -> bool:
-    return key in memo and memo[key][0] is registers
-
-
-@paused_gc
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
         deadline: float | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
@@ -482,13 +462,5 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     max_steps : the run stops with an error after this many instructions.
     deadline : a ``time.monotonic()`` past which the run stops with an error (None: no time limit).
 
-    Runs are memoized on the (immutable) program, per seed and per
-    assignment object: treat the returned trace as read-only.
     """
-    memo = program.cache.setdefault("traces", {})
-    key = (seed, max_steps, id(registers))
-    if _memoized(memo, key, registers):
-        return memo[key][1]
-    trace = _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline).execute()[0]
-    memo[key] = (registers, trace)
-    return trace
+    return _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline).execute()[0]

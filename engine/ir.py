@@ -36,7 +36,6 @@ from functools import cached_property
 from engine.errors import ParseError
 from engine.fields import excerpt
 from engine.limits import MAX_BLOCKS, MAX_DEFS, MAX_FILE_BYTES, MAX_IMMEDIATE, MAX_INSTRUCTIONS, MAX_NAME, MAX_OPERANDS
-from engine.gcpause import paused_gc
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
 #: predicate file and is not counted with general registers.
@@ -66,24 +65,11 @@ class Value:
 
     name: str
     type: str
-    #: number of 32-bit general registers the value needs (0 for pred; derived)
-    width: int = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "width", WIDTHS[self.type])
-
-    @classmethod
-    def make(cls, name: str, type_: str) -> Value:
-        """``Value(name, type_)`` built without the frozen-dataclass set-up (for code that builds many).
-
-        Examples
-        --------
-        >>> Value.make("x", "u64") == Value("x", "u64"), Value.make("x", "u64").width
-        (True, 2)
-        """
-        value = object.__new__(cls)
-        value.__dict__.update(name=name, type=type_, width=WIDTHS[type_])
-        return value
+    @property
+    def width(self) -> int:
+        """Number of 32-bit general registers the value needs (0 for pred)."""
+        return WIDTHS[self.type]
 
     def __str__(self) -> str:
         return f"%{self.name}:{self.type}"
@@ -133,27 +119,10 @@ class Instruction:
     #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
     phase: str | None = None
 
-    #: names of the values read, operands first, then the guard (derived)
-    uses: tuple[str, ...] = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "uses", _uses(self.operands, self.guard))
-
-    @classmethod
-    def make(cls, opcode: str, defs: tuple = (), operands: tuple = (), guard: str | None = None,
-             guard_negated: bool = False, phase: str | None = None) -> Instruction:
-        """The instruction the constructor builds, without the frozen-dataclass set-up (for code that builds many).
-
-        Examples
-        --------
-        >>> args = ("fma", (Value("a", "f32"),), (Use("b"), Use("c"), Use("a")), "p", True, "mma")
-        >>> Instruction.make(*args) == Instruction(*args), Instruction.make(*args).uses
-        (True, ('b', 'c', 'a', 'p'))
-        """
-        ins = object.__new__(cls)
-        ins.__dict__.update(opcode=opcode, defs=defs, operands=operands, guard=guard, guard_negated=guard_negated,
-                            phase=phase, uses=_uses(operands, guard))
-        return ins
+    @property
+    def uses(self) -> tuple[str, ...]:
+        """Names of the values read, operands first, then the guard."""
+        return _uses(self.operands, self.guard)
 
     @property
     def is_terminator(self) -> bool:
@@ -198,22 +167,18 @@ class Program:
 
     The linear order (blocks in order, instructions in order) numbers the
     instructions 0..n-1; every analysis and view uses that numbering.
+    ``values``, ``instructions`` and ``block_starts`` index the program's own
+    structure; nothing computed from it (an analysis, a trace, a spill
+    record) is kept on it: the caller that computes such a thing owns it.
     """
 
     name: str
     blocks: tuple[Block, ...]
     values: dict[str, Value] = field(compare=False, repr=False, default=None)
-    #: memo of stages derived from this immutable program (analysis, traces)
-    cache: dict = field(compare=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
         if self.values is None:
             object.__setattr__(self, "values", _collect_values(self))
-
-    def __hash__(self) -> int:
-        if "hash" not in self.cache:
-            self.cache["hash"] = hash((self.name, self.blocks))
-        return self.cache["hash"]
 
     @cached_property
     def instructions(self) -> tuple[Instruction, ...]:
@@ -357,7 +322,7 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
     if len(tokens) > MAX_OPERANDS:
         raise ParseError(f"{where}: {len(tokens)} operands in one instruction (the limit is {MAX_OPERANDS})")
     operands = tuple([known(t) or _operand_token(t, where) for t in tokens])
-    ins = Instruction.make(opcode, defs, operands, guard, negated, phase)
+    ins = Instruction(opcode, defs, operands, guard, negated, phase)
     if opcode in _SHAPES or opcode.startswith(("ld", "st")) and opcode.split(".")[0] in ("ld", "st"):
         _check_shape(ins, where)
     return ins
@@ -476,7 +441,6 @@ class _Builder:
         return Program(self.name, tuple(Block(n, tuple(body)) for n, body, _ in self.blocks))
 
 
-@paused_gc
 def parse(text: str, source: str = "<program>") -> Program:
     """Parse the text form of a program.
 

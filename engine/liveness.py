@@ -39,7 +39,6 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from engine.gcpause import paused_gc
 from engine.ir import Program, successors
 
 
@@ -252,15 +251,8 @@ def _dominates(idom: dict, a: int, b: int) -> bool:
         b = up
 
 
-@paused_gc
 def analyze(program: Program) -> Analysis:
-    """Liveness, segments, intervals and pressure of ``program`` (memoized on it)."""
-    if "analysis" not in program.cache:
-        program.cache["analysis"] = _analyze(program)
-    return program.cache["analysis"]
-
-
-def _analyze(program: Program) -> Analysis:
+    """Liveness, segments, intervals and pressure of ``program`` (computed on every call: the caller keeps it)."""
     names = tuple(program.values)
     index = {n: i for i, n in enumerate(names)}
     widths = np.array([program.values[n].width for n in names], dtype=np.int64)

@@ -25,18 +25,12 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
-from engine.arch import bank_conflicts, load_arch
-from engine.errors import InterpreterError, PlanError, RegtuneError
+from engine.errors import PlanError, RegtuneError
 from engine.fields import digits, exact_keys, excerpt, is_int
-from engine.gcpause import paused_gc
-from engine.interp import run, run_together
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
-from engine.liveness import analyze
-from engine.spill import spill_loads_and_stores, spill_slot, unspilled
-from engine.verify import SEEDS, static_conflicts
+from engine.spill import spill_slot
+from engine.verify import static_conflicts
 
 FORMAT = "regtune-plan"
 VERSION = 1
@@ -77,66 +71,6 @@ class Plan:
 def registers_used(assignment: dict) -> int:
     """Highest register index in use plus one (0 for an empty assignment)."""
     return max((r for regs in assignment.values() for r in regs), default=-1) + 1
-
-
-def _moves(program: Program, assignment: dict) -> int:
-    """Register-to-register ``mov`` instructions whose two registers differ."""
-    if "moves" not in program.cache:
-        program.cache["moves"] = [(ins.defs[0].name, ins.uses[0]) for ins in program.instructions
-                                  if ins.opcode == "mov" and ins.defs and len(ins.uses) == 1 and ins.guard is None]
-    return sum(1 for d, u in program.cache["moves"] if assignment.get(d) != assignment.get(u))
-
-
-@paused_gc
-def predict(plan: Plan, execute: bool = True) -> dict:
-    """The plan's predicted figures (computed, never copied).
-
-    With ``execute``, ``spill_*_executed`` count the spill instructions run
-    on seed 0 (see :func:`execution_figures`).
-    """
-    analysis = analyze(plan.program)
-    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
-    out = {
-        "registers": registers_used(plan.assignment),
-        "maxlive": analysis.maxlive,
-        "peak_instruction": analysis.peak,
-        "spilled_values": len(plan.spills),
-        "spill_stores": len(stores),
-        "spill_loads": len(loads),
-        "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
-        "moves": _moves(plan.program, plan.assignment),
-        **_banks(plan),
-    }
-    return {**out, **execution_figures(plan)} if execute else out
-
-
-def _banks(plan: Plan) -> dict:
-    """Bank conflicts of the assignment under the plan's arch (sm_80 when it names none)."""
-    arch = load_arch(plan.options.get("arch", "sm_80"))
-    total, _ = bank_conflicts(plan.program, plan.assignment, arch.bank_model)
-    return {"bank_conflicts": total, "bank_model": f"{arch.name}: {arch.bank_model.name}"}
-
-
-def execution_figures(plan: Plan) -> dict:
-    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish.
-
-    Spill code adds no branch, so each spill instruction runs as often as
-    its block: the block counts come from the interpreter's run of the
-    program without spill code (shared by every plan of one program, and the
-    path a correct plan takes; a plan that fails verification takes another
-    and its figures say where its spill code would run on the correct path).
-    """
-    loads, stores = spill_loads_and_stores(plan.program, plan.spills)
-    original = unspilled(plan.program, plan.spills)
-    run_together(original, SEEDS)  # the verification seeds at once: a check later finds them memoized
-    try:
-        executed = run(original, 0).executed
-    except InterpreterError as exc:
-        return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
-    visits = [executed[i] if i < len(executed) else 0 for i in original.block_starts]
-    block_of = np.repeat(np.arange(len(visits)), [len(b.instructions) for b in plan.program.blocks])
-    return {"spill_stores_executed": int(sum(visits[b] for b in block_of[stores].tolist())),
-            "spill_loads_executed": int(sum(visits[b] for b in block_of[loads].tolist()))}
 
 
 def plan_to_dict(plan: Plan) -> dict:

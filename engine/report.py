@@ -1,8 +1,8 @@
-"""The seed report: the seed document's claims beside what RegTune computes.
+"""The claims report: the source note's claims beside what RegTune computes.
 
 Invariant: every figure in the report is computed here from the engine
-(programs, analyses, allocations, arch data); the seed's own numbers appear
-only as quotations in the "seed says" column, and each row says whether
+(programs, analyses, allocations, arch data); the source note's own numbers appear
+only as quotations in the "note says" column, and each row says whether
 our figure agrees.
 """
 
@@ -16,7 +16,7 @@ from engine.workloads.gemm import gemm_configs
 from engine.workloads.mha import Mha, build_mha, threads_per_row
 
 BEST = ("linear-scan", "chaitin-briggs", "dsatur")
-SEED_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
+NOTE_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
 
 
 def _best(row: dict) -> int:
@@ -39,18 +39,18 @@ def _stats(values) -> str:
 
 
 def mha_strategy_rows() -> list[tuple[str, tuple, int, int]]:
-    """(label, strategies, MAXLIVE, best allocator registers) on the seed's example."""
+    """(label, strategies, MAXLIVE, best allocator registers) on the source note's example."""
     cases = [("baseline", ()), ("qk-symmetric", ("qk-symmetric",)), ("sliding-window", ("sliding-window",)),
              ("qk-symmetric + sliding-window", ("qk-symmetric", "sliding-window")),
              ("fp16-softmax", ("fp16-softmax",)), ("head-shared", ("head-shared",)), ("group-pools", ("group-pools",)),
              ("all five", ("qk-symmetric", "sliding-window", "fp16-softmax", "head-shared", "group-pools"))]
     out = []
     for label, strategies in cases:
-        program, _ = build_mha(SEED_EXAMPLE, strategies)
+        program, _ = build_mha(NOTE_EXAMPLE, strategies)
         row = evaluate_program(program)
         out.append((label, strategies, row["maxlive"], _best(row)))
     for label, strategies in (("projection phase", ()), ("projection phase + qk-symmetric", ("qk-symmetric",))):
-        row = evaluate_program(build_mha(SEED_EXAMPLE, strategies, projection=True)[0])
+        row = evaluate_program(build_mha(NOTE_EXAMPLE, strategies, projection=True)[0])
         out.append((label, strategies, row["maxlive"], _best(row)))
     return out
 
@@ -66,45 +66,45 @@ def accumulator_rows(bc: int = 64) -> list[tuple[int, int, int, int, bool]]:
     return out
 
 
-def seed_report(sample: int = 1, workers=None, progress=None) -> str:
+def claims_report(sample: int = 1, workers=None, progress=None) -> str:
     """The Markdown report; ``sample`` > 1 evaluates every sample-th GEMM config only."""
     configs = gemm_configs()[::sample]
     ratios = gemm_ratios(sweep_gemm(configs, workers, progress))
     a100 = load_arch("sm_80")
-    lines = ["# RegTune: the seed document's claims, re-measured", "",
+    lines = ["# RegTune: the source note's claims, re-measured", "",
              "Every figure below is computed by RegTune's engine (per-thread programs, liveness, the four",
-             "allocators, NVIDIA's occupancy rules); the seed's numbers are quoted, never reused.", "",
+             "allocators, NVIDIA's occupancy rules); the source note's numbers are quoted, never reused.", "",
              "## Register file", "",
-             "| claim | seed says | RegTune | agrees? |", "|---|---|---|---|",
+             "| claim | note says | RegTune | agrees? |", "|---|---|---|---|",
              f"| A100 register file per SM | 65,536 bytes | {a100.registers_per_sm:,} 32-bit registers = "
              f"{a100.registers_per_sm * 4 // 1024} KiB (resources/arch/sm_80.toml) | no: 65,536 is the register count |",
              "", "## GEMM: the naive (\"no reuse\") scheme against the best allocator", "",
              f"Over {ratios['configs']:,} GEMM configs{' (every %dth)' % sample if sample > 1 else ''}, default tile "
              "(largest with 25% headroom under 255), k-outer schedule. Best = fewest registers of linear-scan, "
              "chaitin-briggs, dsatur.", "",
-             "| measure | seed says | RegTune min / median / max | agrees? |", "|---|---|---|---|",
+             "| measure | note says | RegTune min / median / max | agrees? |", "|---|---|---|---|",
              f"| naive registers / best, naive capped at 255 (spilling) | 2.3x to 4.7x | {_stats(ratios['capped'])} | "
              f"{_agree(ratios['capped'], 2.3, 4.7)} |",
              f"| naive registers needed uncapped / best | 2.3x to 4.7x | {_stats(ratios['demand'])} | "
              f"{_agree(ratios['demand'], 2.3, 4.7)} |", "",
              f"Naive spills in {ratios['naive_spilling']:,} of {ratios['configs']:,} configs at 255 registers; "
-             f"the best allocator in {ratios['best_spilling']:,}. The seed's other GEMM figures (61% less ILP, 28% of "
+             f"the best allocator in {ratios['best_spilling']:,}. The source note's other GEMM figures (61% less ILP, 28% of "
              "hand-tuned throughput) need a GPU: not measured here.", "",
-             "## MHA strategies on the seed's example (32 heads, batch 64, head_dim 64, 4 groups)", "",
-             "| strategy | seed says | MAXLIVE | best allocator registers | agrees? |", "|---|---|---|---|---|"]
-    seed_says = {"baseline": "128", "qk-symmetric": "94", "sliding-window": "81", "qk-symmetric + sliding-window": "76"}
+             "## MHA strategies on the source note's example (32 heads, batch 64, head_dim 64, 4 groups)", "",
+             "| strategy | note says | MAXLIVE | best allocator registers | agrees? |", "|---|---|---|---|---|"]
+    note_says = {"baseline": "128", "qk-symmetric": "94", "sliding-window": "81", "qk-symmetric + sliding-window": "76"}
     base = None
     for label, strategies, maxlive, best in mha_strategy_rows():
         base = best if base is None else base
-        said = seed_says.get(label, "—")
+        said = note_says.get(label, "—")
         verdict = "—" if said == "—" else ("yes" if int(said) == best else "no")
         lines.append(f"| {label} | {said} | {maxlive} | {best} | {verdict} |")
     lines += ["", "qk-symmetric acts only on the projection phase and sliding-window only shortens the K/V loop, so",
               "neither changes the fused pass's registers in this model; group-pools has no per-thread effect",
-              "(see engine/workloads/mha.py). The seed's 47% slowdown at head_dim 64, batch >= 256 cannot be",
+              "(see engine/workloads/mha.py). The source note's 47% slowdown at head_dim 64, batch >= 256 cannot be",
               "re-measured without a GPU, and batch does not change the per-thread program.", "",
               "## head_dim 128, batch 512, 64-key tiles", "",
-              "The seed: \"12 accumulator registers per thread\" with \"at least 25% register headroom\".", "",
+              "The source note: \"12 accumulator registers per thread\" with \"at least 25% register headroom\".", "",
               "| groups | accumulators per thread (o, m, l) | MAXLIVE | best registers | 25% headroom under 255? |",
               "|---|---|---|---|---|"]
     rows = accumulator_rows()

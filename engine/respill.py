@@ -19,11 +19,11 @@ Examples
 --------
 >>> from engine.ir import parse
 >>> from engine.liveness import analyze
->>> from engine.spill import insert_spill_code
+>>> from engine.spill import spill_insertion
 >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n"
 ...           "  st.global %y, 0, %x\\n  exit\\n")
->>> q = insert_spill_code(p, {"x": 0})
->>> analyze_spilled(analyze(p), q).pressure.tolist() == analyze(q).pressure.tolist()
+>>> q = spill_insertion(p, {"x": 0})
+>>> analyze_spilled(analyze(p), q).pressure.tolist() == analyze(q.program).pressure.tolist()
 True
 """
 
@@ -33,35 +33,33 @@ import numpy as np
 
 from engine.ir import Program
 from engine.liveness import Analysis, _bits, _bitset, _pressure, analyze, merge_adjacent
+from engine.spill import SpillInsertion
 
 
 class _Fallback(Exception):
     """The new program is analysed from scratch."""
 
 
-def analyze_spilled(previous: Analysis, program: Program) -> Analysis:
-    """The analysis of ``program``, made by spill insertion from ``previous.program`` (memoized on it)."""
-    if "analysis" not in program.cache:
-        try:
-            program.cache["analysis"] = _Update(previous, program).analysis()
-        except _Fallback:
-            pass
-    return analyze(program)
+def analyze_spilled(previous: Analysis, insertion: SpillInsertion) -> Analysis:
+    """The analysis of ``insertion.program``, updated from ``previous``, the analysis of ``insertion.before``."""
+    try:
+        return _Update(previous, insertion).analysis()
+    except _Fallback:
+        return analyze(insertion.program)
 
 
 class _Update:
     """Old value and instruction numbers mapped to new ones, and the windows to walk."""
 
-    def __init__(self, previous: Analysis, program: Program):
-        insertion = program.cache.get("insertion")
-        old = previous.program
-        if insertion is None or insertion[0] is not old or any(not b.instructions for b in old.blocks):
+    def __init__(self, previous: Analysis, insertion: SpillInsertion):
+        old, program = previous.program, insertion.program
+        if insertion.before is not old or any(not b.instructions for b in old.blocks):
             raise _Fallback
-        _, slots, self.added, self.touching, copies = insertion
+        self.added, self.touching = insertion.added, list(insertion.touching)
         self.a, self.program = previous, program
         self.names = tuple(program.values)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.changed = set(slots) | set(copies)
+        self.changed = set(insertion.slots) | insertion.copies
         self.remap = np.array([-1 if n in self.changed else self.index[n] for n in previous.names], dtype=np.int64)
         total = self.added.sum(axis=0)
         self.moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]

@@ -38,11 +38,11 @@ True
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.fields import digits
-from engine.gcpause import paused_gc
 from engine.ir import Block, Imm, Instruction, Program, Use, Value, replace_blocks
 from engine.limits import MAX_SPILL_SLOT
 
@@ -67,11 +67,56 @@ def reload_name(value: str, k: int) -> str:
 
 
 def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction.make("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
+    return Instruction("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
 
 
 def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction.make("ld.local", (Value.make(name, type_),), (_slot(slot),), phase=phase)
+    return Instruction("ld.local", (Value(name, type_),), (_slot(slot),), phase=phase)
+
+
+@dataclass(frozen=True)
+class SpillCode:
+    """Where a program's spill code is.
+
+    Attributes
+    ----------
+    spills : spilled value -> local-memory slot
+    loads, stores : linear indices of the reloads and of the stores, in order
+    origin : each copy (a reload ``v.rK`` or a later definition ``v.dK``) -> the value ``v`` it stands for
+    """
+
+    spills: dict
+    loads: tuple[int, ...]
+    stores: tuple[int, ...]
+    origin: dict
+
+    @property
+    def indices(self) -> frozenset[int]:
+        """Linear indices of every spill instruction."""
+        return frozenset(self.loads) | frozenset(self.stores)
+
+
+@dataclass(frozen=True)
+class SpillInsertion:
+    """One spill insertion: the program before and after it, and where its spill code landed.
+
+    Attributes
+    ----------
+    before, program : the program without and with this insertion's spill code
+    slots : the values this insertion spilled -> their slots
+    added : (2, instructions of ``before``) array: spill instructions put before and after each one
+    touching : sorted linear indices (in ``before``) of the instructions rewritten
+    copies : the values this insertion created (reloads, later definitions)
+    code : all the spill code of ``program``: this insertion's and that of ``before`` when it was passed in
+    """
+
+    before: Program
+    program: Program
+    slots: dict
+    added: np.ndarray
+    touching: tuple[int, ...]
+    copies: frozenset[str]
+    code: SpillCode
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -79,20 +124,35 @@ def _slot(slot: int) -> Imm:
     return Imm(str(slot))
 
 
-@paused_gc
-def insert_spill_code(program: Program, slots: dict[str, int], touching=None) -> Program:
-    """``program`` with the values in ``slots`` kept in local memory between uses.
+def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
+    """``program`` with the values in ``slots`` kept in local memory between uses."""
+    return spill_insertion(program, slots).program
+
+
+def spill_insertion(program: Program, slots: dict[str, int], touching=None,
+                    known: SpillCode | None = None) -> SpillInsertion:
+    """Insert spill code for ``slots``; the record of where it landed.
 
     ``touching``, when given, lists (sorted) the linear indices of the
     instructions that read or write a value in ``slots`` (an allocator knows
     them from its analysis); every other instruction is carried over as it
-    is. The result records where its spill code is (with that of
-    ``program``, where ``program`` recorded its own), so
-    :func:`spill_code_of` need not search for it.
+    is. ``known``, the spill code ``program`` already holds, is carried into
+    the record's ``code`` at its new positions, so :func:`spill_code_of`
+    need not search for it.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
+    >>> r = spill_insertion(p, {"x": 3})
+    >>> r.code.loads, r.code.stores, sorted(r.copies)
+    ((2,), (1,), ['x.r1'])
+    >>> r.code == spill_code_of(r.program, {"x": 3})
+    True
     """
     if touching is None:
         touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots)]
-    return _Insertion(program, slots).run(touching)
+    return _Insertion(program, slots).run(touching, known)
 
 
 def _touches(ins: Instruction, slots: dict) -> bool:
@@ -130,8 +190,8 @@ class _Insertion:
         self.defined.add(v)
         return v
 
-    def run(self, touching) -> Program:
-        self.touching = list(touching)
+    def run(self, touching, known: SpillCode | None) -> SpillInsertion:
+        self.touching = tuple(touching)
         blocks, out, todo = [], 0, iter(self.touching)
         nxt = next(todo, None)
         for b, first in zip(self.program.blocks, self.program.block_starts):
@@ -145,8 +205,8 @@ class _Insertion:
             blocks.append(Block(b.name, tuple(body)))
             out += len(body)
         result = replace_blocks(self.program, blocks)
-        self._record(result)
-        return result
+        return SpillInsertion(self.program, result, dict(self.slots), self.added, self.touching,
+                              frozenset(self.origin), self._code(known))
 
     def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
         before, main, after = self._split(ins)
@@ -170,55 +230,38 @@ class _Insertion:
             operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
         defs, after = ins.defs, []
         if any(d.name in slots for d in defs):
-            defs = tuple([Value.make(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
+            defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
             spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
             if ins.guard is not None:
                 before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
             after = [_store(d, slot, phase) for d, slot in spilled]
-        return before, Instruction.make(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
+        return before, Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
 
-    def _record(self, result: Program) -> None:
+    def _code(self, known: SpillCode | None) -> SpillCode:
+        """This insertion's spill code, with ``known`` (the old program's) moved to its new positions."""
         spills, origin, loads, stores = dict(self.slots), dict(self.origin), self.loads, self.stores
-        known = self.program.cache.get("spill_code")
         if known is not None:
-            spills.update(known[0])
-            origin.update(known[2])
+            spills = {**known.spills, **spills}
+            origin = {**known.origin, **origin}
             total = self.added.sum(axis=0)
             moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]
-            loads = sorted(loads + moved[known[3]].tolist())
-            stores = sorted(stores + moved[known[4]].tolist())
-        result.cache["spill_code"] = (spills, set(loads) | set(stores), origin, loads, stores)
-        # what engine.respill needs to update an analysis instead of redoing it
-        result.cache["insertion"] = (self.program, self.slots, self.added, self.touching, set(self.origin))
+            loads = sorted(loads + moved[list(known.loads)].tolist())
+            stores = sorted(stores + moved[list(known.stores)].tolist())
+        return SpillCode(spills, tuple(loads), tuple(stores), origin)
 
 
-def spill_loads_and_stores(program: Program, spills: dict[str, int]) -> tuple[list[int], list[int]]:
-    """Linear indices of the spill reloads and of the spill stores, each in order."""
-    recorded = program.cache.get("spill_code")
-    if recorded is not None and recorded[0] == spills:
-        return recorded[3], recorded[4]
-    indices = sorted(spill_code_of(program, spills)[0])
-    instructions = program.instructions
-    return ([i for i in indices if instructions[i].opcode == "ld.local"],
-            [i for i in indices if instructions[i].opcode == "st.local"])
-
-
-def spill_code_of(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
-    """Linear indices of the spill instructions, and the value each renamed copy stands for.
+def spill_code_of(program: Program, spills: dict[str, int]) -> SpillCode:
+    """Where the spill code for ``spills`` is in ``program`` (found by reading it).
 
     Copies are the reloads ``v.rK`` and the later definitions ``v.dK`` of a
-    spilled value ``v``.
+    spilled value ``v``. A caller that inserted the code has the same record
+    from :func:`spill_insertion` and need not search.
     """
-    memo = program.cache.get("spill_code_of")
-    if memo is not None and memo[0] is spills and memo[1] == len(spills):
-        return memo[2]
-    recorded = program.cache.get("spill_code")
-    if recorded is not None and recorded[0] == spills:
-        result = recorded[1], recorded[2]
-    else:
-        result = _find_spill_code(program, spills)
-    program.cache["spill_code_of"] = (spills, len(spills), result)
-    return result
+    indices, origin = _find_spill_code(program, spills)
+    instructions = program.instructions
+    ordered = sorted(indices)
+    return SpillCode(dict(spills), tuple(i for i in ordered if instructions[i].opcode == "ld.local"),
+                     tuple(i for i in ordered if instructions[i].opcode == "st.local"), origin)
 
 
 def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
@@ -250,37 +293,9 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
     return indices, origin
 
 
-def copies_made(program: Program, before: Program) -> set[str]:
-    """The values spill insertion created in ``program`` from ``before`` (reloads, later definitions)."""
-    insertion = program.cache.get("insertion")
-    if insertion is not None and insertion[0] is before:
-        return insertion[4]
-    return set(program.values) - set(before.values)
-
-
-def unspilled(program: Program, spills: dict[str, int]) -> Program:
-    """The program before spill code was inserted for ``spills``.
-
-    That is the allocator's own input where it recorded one with
-    :func:`record_unspilled` for exactly these spills (the module invariant
-    makes it equal to :func:`remove_spill_code`'s result, which is computed
-    otherwise).
-    """
-    known = program.cache.get("unspilled")
-    if known is not None and known[0] == spills:
-        return known[1]
-    return remove_spill_code(program, spills)
-
-
-def record_unspilled(program: Program, spills: dict[str, int], original: Program) -> None:
-    """Note on ``program`` that ``original`` is what it was before the spill code for ``spills``."""
-    program.cache["unspilled"] = (dict(spills), original)
-
-
-@paused_gc
 def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
     """The program before spill code was inserted for ``spills``."""
-    drop, origin = spill_code_of(program, spills)
+    drop, origin = _find_spill_code(program, spills)
     blocks, at = [], 0
     for b in program.blocks:
         body = []
@@ -301,13 +316,7 @@ def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
 
 
 def first_free_slot(program: Program) -> int:
-    """A local-memory slot number above every numeric one the program uses (memoized on it)."""
-    if "first_free_slot" not in program.cache:
-        program.cache["first_free_slot"] = _first_free_slot(program)
-    return program.cache["first_free_slot"]
-
-
-def _first_free_slot(program: Program) -> int:
+    """A local-memory slot number above every numeric one the program uses."""
     used = [-1]
     for ins in program.instructions:
         if ins.opcode.startswith(("ld.local", "st.local")) and ins.operands and isinstance(ins.operands[0], Imm):

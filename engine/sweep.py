@@ -12,13 +12,14 @@ evaluated once and the row is reused.
 from __future__ import annotations
 
 import concurrent.futures
-import gc
 import multiprocessing
 import signal
 import time
 
 from engine.allocators import ALLOCATORS, allocate
 from engine.allocators.naive import naive_demand
+from engine.plan import registers_used
+from engine.process import configure_process
 from engine.errors import RegtuneError
 from engine.ir import parse, print_program
 from engine.jobs import Cancelled, NullProgress
@@ -35,11 +36,11 @@ def evaluate_program(program, budget: int = 255) -> dict:
     row = {"instructions": len(program.instructions), "maxlive": analysis.maxlive,
            "naive_demand": naive_demand(analysis), "allocators": {}}
     for name in sorted(ALLOCATORS):
-        plan = allocate(name, program, budget, analysis, execute=False)
-        conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
+        a = allocate(name, program, budget, analysis)
+        conflicts = static_conflicts(a.program, a.assignment, a.spills, a.budget, a.analysis)
         if conflicts:
             raise RegtuneError(f"{program.name}: {name} plan is invalid: {conflicts[0].message}")
-        row["allocators"][name] = {"registers": plan.predicted["registers"], "spilled": plan.predicted["spilled_values"]}
+        row["allocators"][name] = {"registers": registers_used(a.assignment), "spilled": len(a.spills)}
     row["seconds"] = time.perf_counter() - t
     return row
 
@@ -67,11 +68,7 @@ def _safe(fn, item):
 
 
 def _worker_init() -> None:
-    # A sweep worker allocates millions of short-lived, acyclic IR objects;
-    # at the default threshold (700) the cycle collector runs thousands of
-    # times per config, each time walking the worker's caches (15% of the
-    # sweep, measured). Collect less often; nothing cyclic builds up.
-    gc.set_threshold(100_000, 50, 50)
+    configure_process()   # a process start: see engine.process (the collector ran 15% of a sweep at defaults)
     # Ctrl+C reaches the whole process group: the parent stops the sweep, the workers stay quiet (they
     # start with SIGINT blocked, see run_parallel, so one that arrived during start-up is dropped here)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -30,13 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import TimeLimitError, VerificationError
-from engine.gcpause import paused_gc
 from engine.interp import run, run_together
 from engine.ir import Program
 from engine.interference import overlapping_pairs
 from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
-from engine.spill import spill_code_of, unspilled
+from engine.spill import remove_spill_code, spill_code_of
 
 
 @dataclass(frozen=True, order=True)
@@ -125,7 +124,7 @@ def _overlap(analysis: Analysis, pair, instruction: int, reg: int) -> Conflict:
 
 def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
     out, seen = [], {}
-    copies = set(spill_code_of(program, spills)[1].values())
+    copies = set(spill_code_of(program, spills).origin.values())
     for name, slot in sorted(spills.items()):
         if name not in program.values and name not in copies:
             out.append(Conflict(-1, "spill", (name,), None, f"spill slot {slot} is for %{name}, which the program never defines"))
@@ -135,7 +134,6 @@ def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
     return out
 
 
-@paused_gc
 def static_conflicts(program: Program, assignment: dict, spills: dict, budget: int,
                      analysis: Analysis | None = None) -> list[Conflict]:
     """Every violation of the validity rules, in a sorted, repeatable order."""
@@ -149,7 +147,6 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
 SEEDS = (0, 1, 2)
 
 
-@paused_gc
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
                      max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> int:
     """Run original and allocated programs on random inputs; return the stores compared.
@@ -166,14 +163,13 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
         past ``max_seconds`` (all runs together; None: no time limit).
     """
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
-    original = unspilled(program, spills)
+    original = remove_spill_code(program, spills)
     try:
-        run_together(original, seeds, None, max_steps, deadline)
-        run_together(program, seeds, assignment, max_steps, deadline)
+        together = run_together(program, seeds, assignment, max_steps, deadline)
         compared = 0
-        for seed in seeds:
+        for k, seed in enumerate(seeds):
             want = reference_stores(original, seed, max_steps, deadline)
-            got = run(program, seed, registers=assignment, max_steps=max_steps, deadline=deadline).stores
+            got = (together[k] if together else run(program, seed, assignment, max_steps, deadline)).stores
             compared += len(want)
             if got != want:
                 raise VerificationError(_first_difference(seed, want, got))

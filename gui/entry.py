@@ -55,6 +55,9 @@ def main(argv=None) -> int:
     """Import the command and run it; one line and exit 130 on Ctrl+C (143 on SIGTERM) at any point."""
     signal.signal(signal.SIGTERM, _terminate)      # once, where the process starts
     try:
+        from engine.process import configure_process
+
+        configure_process()
         return command(argv)
     except KeyboardInterrupt as exc:
         return interrupted(exc)

@@ -37,7 +37,8 @@ Examples
 >>> from engine.workloads.gemm import Gemm, build_gemm
 >>> from engine.allocators import allocate
 >>> program, options = build_gemm(Gemm(2, 2, 2), tile=(2, 2))
->>> plan = allocate("linear-scan", program).with_(workload=Gemm(2, 2, 2).as_dict(), options=options)
+>>> from engine.predict import planned_and_run
+>>> plan = planned_and_run(allocate("linear-scan", program), workload=Gemm(2, 2, 2).as_dict(), options=options)
 >>> src = kernel_source(plan)
 >>> src.params
 ('A', 'B', 'C', 'alpha', 'beta', 'batch', 'spill_zero')

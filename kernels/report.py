@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from engine.arch import load_arch, next_register_step, occupancy
 from engine.liveness import analyze
-from engine.plan import Plan, predict, registers_used
+from engine.plan import Plan, registers_used
+from engine.predict import predict
 from kernels.build import Build
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
@@ -33,7 +34,7 @@ def threads_per_block(plan: Plan) -> int:
 
 def planned(plan: Plan, arch: str = "sm_80") -> dict:
     """The plan's own figures (no tool involved)."""
-    figures = predict(plan, execute=False)
+    figures = predict(plan)
     regs = figures["registers"]
     threads = threads_per_block(plan)
     a = load_arch(arch)

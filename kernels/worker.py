@@ -136,7 +136,7 @@ def simulate(request: dict) -> dict:
 
     # The simulator runs a block's threads as Python threads that meet at every barrier (and our
     # shuffle stand-in has two per shuffle); Python's default 5 ms switch interval makes each meeting
-    # slow: 0.1 ms ran the seed's MHA block (2 trips) in 5 s instead of 34 s here.
+    # slow: 0.1 ms ran the source note's MHA block (2 trips) in 5 s instead of 34 s here.
     sys.setswitchinterval(request.get("switch_interval", SIMULATOR_SWITCH_INTERVAL_S))
 
     m = _module(request["source"])

@@ -1,11 +1,12 @@
 """Register allocators, registered by name behind one interface.
 
-Invariant: every allocator is a function ``(program, analysis, budget,
-execute=True) -> Plan`` in :data:`ALLOCATORS`; the plan it returns assigns every
+Invariant: every allocator is a function ``(program, analysis, budget) ->
+Allocation`` in :data:`ALLOCATORS`; the allocation it returns assigns every
 non-predicate value of its program registers below ``budget`` (pairs
 even-aligned) so that no two values live at one point share a register,
 and values that did not fit are spilled through spill code in the plan's
-program. :func:`allocate` checks the name and the budget before any work.
+program. It measures nothing: figures are engine.predict's stage.
+:func:`allocate` checks the name and the budget before any work.
 
 Examples
 --------
@@ -21,13 +22,15 @@ engine.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs
 
 from __future__ import annotations
 
+from engine.allocators.common import Allocation
 from engine.errors import AllocationError
-from engine.gcpause import paused_gc
 from engine.ir import Program
-from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, Plan
+from engine.liveness import Analysis, analyze
+from engine.plan import MAX_REGISTERS
 
-#: name -> allocator function ``(program, analysis, budget, execute=True) -> Plan``
+__all__ = ["ALLOCATORS", "Allocation", "allocate", "check_allocator", "register"]
+
+#: name -> allocator function ``(program, analysis, budget) -> Allocation``
 ALLOCATORS: dict = {}
 
 
@@ -47,17 +50,15 @@ def check_allocator(name: str) -> None:
         raise AllocationError(f"unknown allocator {name!r} (known: {', '.join(sorted(ALLOCATORS))})")
 
 
-@paused_gc
-def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis=None, execute: bool = True) -> Plan:
+def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis: Analysis | None = None) -> Allocation:
     """Run the allocator ``name`` on ``program`` under a register ``budget``.
 
-    ``execute=False`` leaves out the interpreter run that counts executed
-    spill instructions (sweeps over whole config spaces skip it).
+    ``analysis``, the caller's analysis of ``program``, saves computing it again.
     """
     check_allocator(name)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise AllocationError(f"register budget must be a positive integer, got {budget!r}")
-    return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget, execute=execute)
+    return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget)
 
 
 from engine.allocators import chaitin_briggs, dsatur, linear_scan, naive  # noqa: E402,F401  (registration)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.allocators import register
-from engine.allocators.common import Occupancy, run_with_spilling, spill_cost, too_small
+from engine.allocators.common import NeighbourRegisters, run_with_spilling, spill_cost, too_small
 
 
 #: key of a value already removed: above any real key, however often it is decremented (by at most its degree)
@@ -63,8 +63,8 @@ def _simplify(analysis, budget, unspillable) -> list[int]:
 
 
 def _core(analysis, budget, unspillable):
-    occupancy = Occupancy(analysis.interference, budget, counts=False)
-    base, failed = occupancy.first_fit(reversed(_simplify(analysis, budget, unspillable)), analysis.widths.tolist())
+    taken = NeighbourRegisters(analysis.interference, budget, counts=False)
+    base, failed = taken.first_fit(reversed(_simplify(analysis, budget, unspillable)), analysis.widths.tolist())
     for v in failed:
         if unspillable[v]:
             raise too_small(analysis, budget, v)
@@ -72,6 +72,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("chaitin-briggs")
-def chaitin_briggs(program, analysis, budget, execute=True):
+def chaitin_briggs(program, analysis, budget):
     """Chaitin-Briggs colouring with optimistic select and cost-based spilling."""
-    return run_with_spilling(program, analysis, budget, "chaitin-briggs", _core, execute)
+    return run_with_spilling(program, analysis, budget, "chaitin-briggs", _core)

@@ -1,7 +1,8 @@
 """Machinery shared by the allocators: register choice, spill costs, the spill loop.
 
-Invariant: :func:`run_with_spilling` returns only plans whose every
-non-predicate value has a register; each round either colours everything or
+Invariant: :func:`run_with_spilling` returns only allocations whose every
+non-predicate value has a register, and measures nothing (figures are
+engine.predict's stage); each round either colours everything or
 spills at least one value that was never spilled before, and spill
 temporaries (a spilled value's own short range and its reloads) are never
 spilled again, so the loop ends.
@@ -9,16 +10,48 @@ spilled again, so the loop ends.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.errors import AllocationError
+from engine.ir import Program
 from engine.liveness import Analysis
-from engine.plan import Plan, predict
+from engine.plan import Plan
 from engine.respill import analyze_spilled
-from engine.spill import copies_made, first_free_slot, insert_spill_code, record_unspilled
+from engine.spill import SpillCode, first_free_slot, spill_insertion
 
 
-class Occupancy:
+@dataclass(frozen=True)
+class Allocation:
+    """What an allocator returns: its program with spill code, the assignment and the spill slots.
+
+    Attributes
+    ----------
+    allocator, budget : who made it and under which register budget
+    program : the program, spill code included
+    assignment : value name -> register indices (every non-predicate value)
+    spills : spilled value -> local-memory slot
+    original : the allocator's input program (``program`` before its spill code)
+    spill_code : where the spill code of ``program`` is
+    analysis : the liveness analysis of ``program``, computed on the way (the caller's, for its figures)
+    """
+
+    allocator: str
+    budget: int
+    program: Program
+    assignment: dict
+    spills: dict
+    original: Program
+    spill_code: SpillCode
+    analysis: Analysis
+
+    def plan(self, **fields) -> Plan:
+        """The allocation as a plan (``fields``: workload, options, predicted, measured)."""
+        return Plan(self.program, self.assignment, self.spills, self.budget, self.allocator, **fields)
+
+
+class NeighbourRegisters:
     """Which registers each value's coloured neighbours hold: ``count[v, r]`` of them hold ``r``.
 
     The two columns past the budget always count as held, so a search never
@@ -31,9 +64,9 @@ class Occupancy:
     >>> from engine.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n"
     ...                   "  st.global %x, 0, %y\\n  exit\\n"))
-    >>> occ = Occupancy(a.interference, 4)
-    >>> _ = occ.mark(0, 0, 1, 1)
-    >>> occ.lowest(1, 1), occ.lowest(1, 2)
+    >>> taken = NeighbourRegisters(a.interference, 4)
+    >>> _ = taken.mark(0, 0, 1, 1)
+    >>> taken.lowest(1, 1), taken.lowest(1, 2)
     (1, 2)
     """
 
@@ -67,7 +100,7 @@ class Occupancy:
         >>> from engine.liveness import analyze
         >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n"
         ...                   "  st.global %x, 0, %y\\n  exit\\n"))
-        >>> base, failed = Occupancy(a.interference, 1, counts=False).first_fit([0, 1], [1, 1])
+        >>> base, failed = NeighbourRegisters(a.interference, 1, counts=False).first_fit([0, 1], [1, 1])
         >>> base.tolist(), failed
         ([0, -1], [1])
         """
@@ -129,9 +162,9 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
         f"({analysis.program.instructions[i]}), where {int(analysis.pressure[i])} registers are live")
 
 
-def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, execute: bool = True) -> Plan:
+def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core) -> Allocation:
     """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
-    original, spills = program, {}
+    original, code = program, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
     while True:
@@ -144,17 +177,11 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
         for v in sorted(to_spill):
             new[analysis.names[v]] = slot
             slot += 1
-        previous = program
-        program = insert_spill_code(program, new, _touching(analysis, to_spill))
-        unspillable |= set(new) | copies_made(program, previous)
-        if previous is not original:  # a round's own program: free its analysis and graph now, not at the next GC
-            previous.cache.clear()
-        spills.update(new)
-        analysis = analyze_spilled(analysis, program)
-    if spills:
-        record_unspilled(program, spills, original)
-    plan = Plan(program, _assignment(analysis, base), spills, budget, name)
-    return plan.with_(predicted=predict(plan, execute))
+        insertion = spill_insertion(program, new, _touching(analysis, to_spill), code)
+        program, code = insertion.program, insertion.code
+        unspillable |= set(new) | insertion.copies
+        analysis = analyze_spilled(analysis, insertion)
+    return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis)
 
 
 def _touching(analysis: Analysis, values) -> list[int]:

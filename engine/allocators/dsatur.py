@@ -1,6 +1,6 @@
 """DSatur (Brélaz 1979): colour the most saturated value first.
 
-The seed document's "saturation ordering". Invariant: the next value
+The source note's "saturation ordering". Invariant: the next value
 coloured is the uncoloured one whose neighbours already block the most
 distinct registers (ties: most neighbours, then lowest number), and it takes
 the lowest free register (an even pair for 64-bit values). When none is
@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from engine.allocators import register
-from engine.allocators.common import Occupancy, run_with_spilling, spill_cost, too_small
+from engine.allocators.common import NeighbourRegisters, run_with_spilling, spill_cost, too_small
 
 
 class _DSatur:
-    """State of one colouring: an :class:`Occupancy` of the coloured values' registers.
+    """State of one colouring: a :class:`NeighbourRegisters` table of the coloured values' registers.
 
     ``key`` orders the uncoloured values: saturation (distinct registers
     their coloured neighbours block) times ``n + 1``, plus degree; values
@@ -29,7 +29,7 @@ class _DSatur:
         self.a, self.g, self.w = analysis, analysis.interference, analysis.widths.tolist()
         self.budget, self.unspillable = budget, unspillable
         self.base = np.full(len(self.w), -1, dtype=np.int64)
-        self.occupancy = Occupancy(self.g, budget)
+        self.taken = NeighbourRegisters(self.g, budget)
         self.cost = spill_cost(analysis, self.g.degree)
         # 32 bits hold every key (argmax runs faster on them) unless saturation times n + 1 could reach 2**29;
         # a value coloured or spilled sits at ``done``: below any real key, however often it is raised after
@@ -41,12 +41,12 @@ class _DSatur:
     def _mark(self, v: int, step: int) -> None:
         """Colour (``step`` 1) or uncolour (-1) ``v``: neighbours newly (un)blocked change saturation."""
         nb = self.g.neighbors(v)
-        for before in self.occupancy.mark(v, int(self.base[v]), self.w[v], step):
+        for before in self.taken.mark(v, int(self.base[v]), self.w[v], step):
             self.key[nb[before == (0 if step > 0 else 1)]] += step * (len(self.w) + 1)
 
     def colour(self, v: int) -> None:
         while True:
-            r = self.occupancy.lowest(v, self.w[v])
+            r = self.taken.lowest(v, self.w[v])
             if r >= 0:
                 self.base[v] = r
                 self._mark(v, 1)
@@ -71,18 +71,18 @@ class _DSatur:
         return int(tied.min())
 
     def run(self):
-        key, occupancy, w, base, done = self.key, self.occupancy, self.w, self.base, self.done
+        key, taken, w, base, done = self.key, self.taken, self.w, self.base, self.done
         bounds, indices, raised = self.g.indptr.tolist(), self.g.indices, len(w) + 1
         for _ in range(sum(1 for width in w if width > 0)):
             v = int(key.argmax())
             key[v] = done
-            r = occupancy.lowest(v, w[v])
+            r = taken.lowest(v, w[v])
             if r < 0:  # no register free: spill by cost, then retry
                 self.colour(v)
                 continue
             base[v] = r
             nb = indices[bounds[v] : bounds[v + 1]]
-            for before in occupancy.mark(v, r, w[v], 1):
+            for before in taken.mark(v, r, w[v], 1):
                 key[nb[before == 0]] += raised
         return base, self.to_spill
 
@@ -92,6 +92,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("dsatur")
-def dsatur(program, analysis, budget, execute=True):
+def dsatur(program, analysis, budget):
     """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded."""
-    return run_with_spilling(program, analysis, budget, "dsatur", _core, execute)
+    return run_with_spilling(program, analysis, budget, "dsatur", _core)

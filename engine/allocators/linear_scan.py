@@ -116,6 +116,6 @@ def _core(analysis, budget, unspillable):
 
 
 @register("linear-scan")
-def linear_scan(program, analysis, budget, execute=True):
+def linear_scan(program, analysis, budget):
     """Poletto & Sarkar's linear scan, spilling the interval that ends furthest away."""
-    return run_with_spilling(program, analysis, budget, "linear-scan", _core, execute)
+    return run_with_spilling(program, analysis, budget, "linear-scan", _core)

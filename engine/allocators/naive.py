@@ -1,6 +1,6 @@
 """The naive allocator: a fresh register for every value, never reused.
 
-This is the "linear, no reuse" scheme the seed document criticises: values
+This is the "linear, no reuse" scheme the source note criticises: values
 take registers 0, 1, 2, ... in definition order (pairs rounded up to even)
 and keep them for the whole kernel. Invariant: no two program values ever
 share a register. When the budget runs out, the remaining values are
@@ -69,9 +69,9 @@ def _core(analysis, budget, unspillable):
 
 
 @register("naive")
-def naive(program, analysis, budget, execute=True):
+def naive(program, analysis, budget):
     """One fresh register per value in definition order, never reused."""
-    return run_with_spilling(program, analysis, budget, "naive", _core, execute)
+    return run_with_spilling(program, analysis, budget, "naive", _core)
 
 
 def naive_demand(analysis) -> int:

@@ -16,6 +16,7 @@ from engine.arch import load_arch, occupancy
 from engine.errors import RegtuneError
 from engine.limits import CHECK_SECONDS
 from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
+from engine.predict import planned_and_run
 
 
 def _archs(text: str) -> tuple[str, ...]:
@@ -140,7 +141,7 @@ def cmd_compare(args) -> int:
     archs = _archs(args.arch)
     extra = [(Path(p).stem, admit_plan(p, args.time_limit)[0]) for p in args.plan or []]
     program, workload, options = workload_program(args)
-    plans = [(n, allocate(n, program, args.budget).with_(workload=workload, options=options))
+    plans = [(n, planned_and_run(allocate(n, program, args.budget), workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
     device = cuda_device()
     columns = []

@@ -27,6 +27,7 @@ from engine.limits import CHECK_SECONDS
 from engine.ir import Program, parse, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, read_text, registers_used, write_plan
+from engine.predict import planned_and_run
 from engine.verify import SEEDS, verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
@@ -190,12 +191,12 @@ def cmd_allocate(args) -> int:
     check_allocator(args.allocator)
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
-    plan = allocate(args.allocator, program, args.budget)
+    plan = planned_and_run(allocate(args.allocator, program, args.budget), workload=workload, options=options)
     check_plan(plan, args.out)
     verified = ""
     if not args.no_verify:
         verified = ", " + execution_summary(verify_execution(plan.program, plan.assignment, plan.spills))
-    write_plan(plan.with_(workload=workload, options=options), args.out)
+    write_plan(plan, args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
 
@@ -277,10 +278,10 @@ def cmd_occupancy(args) -> int:
 def cmd_report(args) -> int:
     from engine.jobs import PrintProgress
     from engine.plan import write_text_atomic
-    from engine.report import seed_report
+    from engine.report import claims_report
 
     check_writable(args.out, "--out")
-    text = seed_report(args.sample, args.workers, PrintProgress("GEMM configs"))
+    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"))
     write_text_atomic(args.out, text)
     print(text)
     print(f"(written to {args.out})")
@@ -318,9 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_occupancy)
-    p = sub.add_parser("report", help="reports; 'seed': the seed document's claims re-measured")
-    p.add_argument("which", choices=["seed"])
-    p.add_argument("--out", default="seed-report.md", help="Markdown file to write (default seed-report.md)")
+    p = sub.add_parser("report", help="reports; 'claims': the source note's claims re-measured")
+    p.add_argument("which", choices=["claims"])
+    p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)

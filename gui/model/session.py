@@ -24,7 +24,8 @@ from engine import fields
 from engine.allocators import allocate
 from engine.errors import RegtuneError
 from engine.jobs import NullProgress, Progress
-from engine.plan import Plan, plan_from_dict, plan_to_dict, predict, read_text, write_text_atomic
+from engine.plan import Plan, plan_from_dict, plan_to_dict, read_text, write_text_atomic
+from engine.predict import planned, predict
 from engine.workloads import check_workload
 from engine.workloads.gemm import Gemm, build_gemm
 from engine.workloads.mha import Mha, build_mha
@@ -98,9 +99,8 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
             from engine.jobs import Cancelled
 
             raise Cancelled("allocation cancelled")
-        plan = allocate(name, program, budget)
-        plan = plan.with_(workload=wl, options={**built, "arch": options.get("arch", "sm_80")})
-        plans[name] = plan.with_(predicted=predict(plan, execute=False))
+        plans[name] = planned(allocate(name, program, budget),
+                              workload=wl, options={**built, "arch": options.get("arch", "sm_80")})
     progress.advance(len(ALLOCATOR_ORDER), len(ALLOCATOR_ORDER))
     return plans
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand
 
+from dataclasses import replace
+
 from engine.edits import Assign, Move, Spill, Swap, Unspill, apply_edit
+from engine.predict import predict
 
 
 def describe(edit) -> str:
@@ -83,10 +86,12 @@ def push_edit(stack, doc, edit, name: str | None = None) -> object:
 
     name = name or doc.session.current
     before = doc.session.plans[name]
-    result = apply_edit(before, edit, execute=False)    # interactive: no interpreter run per edit
+    result = apply_edit(before, edit)
     if result.rejected:
         doc.reject(result.rejected)
         return result
+    # interactive: the static figures only, no interpreter run per edit
+    result = replace(result, plan=result.plan.with_(predicted=predict(result.plan, result.analysis)))
     if name not in ALLOCATOR_ORDER:
         stack.push(EditCommand(doc, name, edit, before, result.plan))
         return result

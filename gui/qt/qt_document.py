@@ -33,6 +33,8 @@ class QtDocument(QObject):
         super().__init__(parent)
         self.session = session or Session()
         self.autosave_enabled = autosave
+        #: the document's own memo of what it derived from immutable plans: id -> (object, result), bounded
+        self._derived: dict = {}
         self.selection: str | None = None
         self.instruction: int | None = None
         self.rejection: str | None = None
@@ -42,25 +44,26 @@ class QtDocument(QObject):
     def plan(self) -> Plan | None:
         return self.session.plan
 
+    def _memo(self, kind: str, source, compute):
+        """``compute(source)``, kept while ``source`` (an immutable program or plan) is one of the last 64 asked for."""
+        key = (kind, id(source))
+        hit = self._derived.get(key)
+        if hit is None or hit[0] is not source:
+            if len(self._derived) >= 64:
+                self._derived.pop(next(iter(self._derived)))
+            hit = self._derived[key] = (source, compute(source))
+        return hit[1]
+
     def analysis(self, plan: Plan | None = None):
         plan = plan or self.plan
-        return analyze(plan.program) if plan else None
+        return self._memo("analysis", plan.program, analyze) if plan else None
 
     def conflicts(self, plan: Plan | None = None) -> list:
         plan = plan or self.plan
         if plan is None:
             return []
-        # plans are immutable: their conflicts are memoised on the program, per assignment object
-        memo = plan.program.cache.setdefault("window_conflicts", {})
-        key = (id(plan.assignment), id(plan.spills), plan.budget)
-        hit = memo.get(key)
-        if hit is None or hit[0] is not plan.assignment or hit[1] is not plan.spills:
-            if len(memo) > 32:
-                memo.clear()
-            hit = (plan.assignment, plan.spills,
-                   static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget))
-            memo[key] = hit
-        return hit[2]
+        return self._memo("conflicts", plan, lambda p: static_conflicts(
+            p.program, p.assignment, p.spills, p.budget, self.analysis(p)))
 
     # -- changes (called by undo commands) -----------------------------------------------------
     def set_plan(self, name: str, plan: Plan, note: str | None = None) -> None:

@@ -1,8 +1,9 @@
 """Benchmark: the engine pipeline on 5,000-instruction programs.
 
 Prints, as the median of several runs, the time to parse, analyse, build
-the interference graph and run all four allocators with verification
-(static check and execution on 3 random inputs) on a straight-line program
+the interference graph and run all four allocators, each followed by the
+prediction stage (static and executed-spill figures) and verification
+(static check and execution on 3 random inputs), on a straight-line program
 and a loop-shaped one, each with about 300 values live at the peak; and
 the interference graph's construction beside the all-pairs construction it
 replaces, measured in the same run.
@@ -21,6 +22,8 @@ from engine.allocators import ALLOCATORS, allocate
 from engine.interference import build_interference, build_interference_all_pairs
 from engine.ir import parse
 from engine.liveness import analyze
+from engine.predict import planned_and_run
+from engine.process import configure_process
 from engine.verify import clear_reference_stores, static_conflicts, verify_execution
 from tests.bench.programs import loop_shaped, straight_line
 
@@ -47,9 +50,10 @@ def pipeline_once(text: str) -> dict:
     analysis, times["analyse"] = _timed(lambda: analyze(program))
     _, times["interference"] = _timed(lambda: analysis.interference)
     for name in sorted(ALLOCATORS):
-        plan, times[name] = _timed(lambda: allocate(name, program, 255, analysis))
+        allocation, times[name] = _timed(lambda: allocate(name, program, 255, analysis))
+        plan, times[f"{name} predict"] = _timed(lambda: planned_and_run(allocation))
         conflicts, times[f"{name} static"] = _timed(
-            lambda: static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget))
+            lambda: static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, allocation.analysis))
         assert conflicts == [], conflicts[:1]
         _, times[f"{name} execution"] = _timed(lambda: verify_execution(plan.program, plan.assignment, plan.spills))
         times[f"{name} figures"] = plan.predicted
@@ -86,7 +90,8 @@ def report(r: dict, repeat: int) -> str:
               f"  {'interference graph (CSR)':<26}{m['interference'] * 1000:8.1f} ms"]
     for a in sorted(ALLOCATORS):
         f = r["figures"][a]
-        lines.append(f"  {a:<26}{m[a] * 1000:8.1f} ms  + static {m[a + ' static'] * 1000:6.1f} ms"
+        lines.append(f"  {a:<26}{m[a] * 1000:8.1f} ms  + predict {m[a + ' predict'] * 1000:6.1f} ms"
+                     f"  + static {m[a + ' static'] * 1000:6.1f} ms"
                      f"  + execution {m[a + ' execution'] * 1000:7.1f} ms   ({f['registers']} registers, "
                      f"{f['spilled_values']} spilled, {f['spill_stores']} st.local / {f['spill_loads']} ld.local)")
     lines.append(f"  {'TOTAL':<26}{r['total'] * 1000:8.1f} ms  (target: under 1000 ms)")
@@ -100,6 +105,7 @@ def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
+    configure_process()   # the settings the regtune command runs with
     results = []
     for name in PROGRAMS:
         r = measure(name, args.repeat)

@@ -1,6 +1,6 @@
 """Benchmark: drawing the window's views for large programs, and a hand edit to redrawn views.
 
-For the largest GEMM program (16x16x16, default tile) and the seed's MHA
+For the largest GEMM program (16x16x16, default tile) and the source note's MHA
 example (32 heads, batch 64, head_dim 64, 4 groups): the time to load a
 plan into the window and draw every view of the current plan (timeline,
 pressure, allocation table, why panel, instruction list, conflicts, plans,
@@ -75,7 +75,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
         name = max((n for n in a.names if plan.program.values[n].width == 1), key=lambda n: a.end[a.index[n]])
         target = (plan.assignment[name][0] + 1 + r) % plan.budget
         t = time.perf_counter()
-        apply_edit(plan, Assign(name, (target,)), execute=False)
+        apply_edit(plan, Assign(name, (target,)))
         engine_edit.append(time.perf_counter() - t)
         t = time.perf_counter()
         window.edit(Assign(name, (target,)))
@@ -84,7 +84,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
         plan = window.doc.plan
         stores = [i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "st.global"]
         t = time.perf_counter()
-        apply_edit(plan, Move(stores[-1], stores[-2]), execute=False)
+        apply_edit(plan, Move(stores[-1], stores[-2]))
         engine_move.append(time.perf_counter() - t)
         t = time.perf_counter()
         window.edit(Move(stores[-1], stores[-2]))

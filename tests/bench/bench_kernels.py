@@ -5,7 +5,7 @@ numba-cuda, then ptxas and nvdisasm per architecture, run side by side)
 and of a cached one (the same request again: nothing compiles), as the
 median of several runs, each cold run in a fresh cache folder. Plans: GEMM
 8x8x8 (target: cold under 5 s for sm_80 + sm_90), the largest GEMM config
-16x16x16 with its default tile (under 20 s), the seed's MHA example
+16x16x16 with its default tile (under 20 s), the source note's MHA example
 (32 heads, batch 64, head_dim 64, 4 groups; under 20 s); cached under
 0.2 s. The reference measured in the same run: the cached build, so the
 ratio cold/cached says what the cache saves.
@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from engine.allocators import allocate
+from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm
 from engine.workloads.mha import Mha, build_mha
 from kernels.build import build_plan
@@ -35,7 +36,7 @@ def plans() -> dict:
             ("GEMM 8x8x8", Gemm(8, 8, 8), build_gemm(Gemm(8, 8, 8))),
             ("GEMM 16x16x16 (largest)", Gemm(16, 16, 16), build_gemm(Gemm(16, 16, 16))),
             ("MHA 32h b64 d64 g4 (seed)", Mha(32, 64, 64, 4), build_mha(Mha(32, 64, 64, 4)))):
-        plan = allocate("linear-scan", program).with_(workload=w.as_dict(), options=options)
+        plan = planned_and_run(allocate("linear-scan", program), workload=w.as_dict(), options=options)
         out[label] = plan
     return out
 

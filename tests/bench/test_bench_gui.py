@@ -1,4 +1,9 @@
-"""Runs the window benchmark once in the test suite, so CI prints its figures (targets read from them)."""
+"""Runs the window benchmark once in the test suite, so CI prints its figures (targets read from them).
+
+What is asserted are ratios measured in the same run, which a slower
+machine scales alike: an edit and a pan redraw less than a full load and
+draw of the same program does (the views update, they are not rebuilt).
+"""
 
 import pytest
 
@@ -14,4 +19,6 @@ def test_gui_benchmark_runs_and_prints_its_figures(capsys, qapp, tmp_path, monke
         print("\n" + out)
     assert [r["instructions"] for r in results] == sorted((r["instructions"] for r in results), reverse=True)
     for r in results:
-        assert r["draw"] > 0 and r["edit"] > 0 and r["move"] > 0 and r["pan"] > 0
+        assert r["edit"] < r["draw"], r
+        assert r["move"] < r["draw"], r
+        assert r["pan"] < r["draw"], r

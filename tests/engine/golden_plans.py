@@ -50,12 +50,13 @@ def digests() -> dict:
     """``"program | allocator | budget"`` -> SHA-256 of the plan's JSON text (as ``write_plan`` writes it)."""
     from engine.allocators import allocate
     from engine.plan import plan_to_dict
+    from engine.predict import planned_and_run
 
     out = {}
     for name, (program, workload, options, budgets) in programs().items():
         for budget in budgets:
             for allocator in ALLOCATORS:
-                plan = allocate(allocator, program, budget).with_(workload=workload, options=options)
+                plan = planned_and_run(allocate(allocator, program, budget), workload=workload, options=options)
                 text = json.dumps(plan_to_dict(plan), indent=1) + "\n"
                 out[f"{name} | {allocator} | {budget}"] = hashlib.sha256(text.encode()).hexdigest()
     return out

@@ -7,6 +7,7 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from engine.allocators import ALLOCATORS, allocate
+from engine.predict import planned
 from engine.errors import AllocationError, VerificationError
 from engine.ir import parse
 from engine.liveness import analyze
@@ -27,7 +28,7 @@ def verify_plan(plan):
 @pytest.mark.parametrize("name", STRATEGIES)
 @given(program=programs(), budget=st.sampled_from(BUDGETS))
 def test_every_allocator_is_correct_on_random_programs(name, program, budget):
-    plan = allocate(name, program, budget)
+    plan = planned(allocate(name, program, budget))
     note(str(plan.program))
     event("spilled" if plan.spills else "no spill")
     event(f"{len(program.blocks)} blocks" if len(program.blocks) < 4 else "4+ blocks")
@@ -42,7 +43,7 @@ def test_every_allocator_is_correct_on_random_programs(name, program, budget):
 @given(program=programs(mixed=False, control=False, holes=False), budget=st.sampled_from([255, 32, 12]))
 def test_interval_graphs_colour_with_maxlive_registers(name, program, budget):
     maxlive = analyze(program).maxlive
-    plan = allocate(name, program, budget)
+    plan = planned(allocate(name, program, budget))
     if maxlive <= budget:
         assert plan.spills == {}
         assert plan.predicted["registers"] == maxlive
@@ -56,7 +57,7 @@ def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
 
     @given(programs(mixed=False, control=False, holes=False))
     def sample(program):
-        plan = allocate("dsatur", program)
+        plan = planned(allocate("dsatur", program))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         counts[plan.predicted["registers"] - analyze(program).maxlive] += 1
 
@@ -70,7 +71,7 @@ def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
 
 @given(programs(mixed=True))
 def test_naive_never_reuses_a_register_when_everything_fits(program):
-    plan = allocate("naive", program)
+    plan = planned(allocate("naive", program))
     if not plan.spills:
         regs = [r for v in plan.assignment.values() for r in v]
         assert len(regs) == len(set(regs))
@@ -81,7 +82,7 @@ def test_naive_never_reuses_a_register_when_everything_fits(program):
 def test_spill_loop_ends_with_every_value_in_registers_of_its_width(program, budget):
     # The spill loop must terminate and never leave a value without a register.
     for name in STRATEGIES:
-        plan = allocate(name, program, budget)
+        plan = planned(allocate(name, program, budget))
         assert all(plan.program.values[n].width == len(r) for n, r in plan.assignment.items())
 
 
@@ -108,7 +109,7 @@ def test_wrong_assignment_is_caught_by_execution_as_well():
 def test_sixty_four_bit_values_get_even_pairs():
     program = parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %p:u64 = param P\n  %d:f64 = cvt %x\n  st.global %p, 0, %d\n  st.global %p, 0, %x\n  exit\n")
     for name in STRATEGIES:
-        plan = allocate(name, program)
+        plan = planned(allocate(name, program))
         for v in ("p", "d"):
             r = plan.assignment[v]
             assert r[0] % 2 == 0 and r[1] == r[0] + 1

@@ -1,5 +1,6 @@
 """Architecture data, occupancy (hand-worked from cuda_occupancy.h's rules) and bank conflicts."""
 
+from engine.predict import planned
 import pytest
 
 from engine.arch import ARCHS, BankModel, bank_conflicts, load_arch, next_register_step, occupancy
@@ -68,7 +69,7 @@ def test_plans_predict_bank_conflicts_under_their_arch():
     from engine.workloads.gemm import Gemm, build_gemm
 
     program, _ = build_gemm(Gemm(4, 4, 4))
-    plan = allocate("dsatur", program)
+    plan = planned(allocate("dsatur", program))
     expected, _ = bank_conflicts(plan.program, plan.assignment, load_arch("sm_80").bank_model)
     assert plan.predicted["bank_conflicts"] == expected > 0
     assert plan.predicted["bank_model"] == "sm_80: two-banks-two-reads"

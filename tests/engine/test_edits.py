@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.allocators import allocate
+from engine.predict import predict
 from engine.edits import Assign, Move, Spill, Swap, Unspill, apply_edit, move_problem
 from engine.ir import parse
 from engine.liveness import analyze
@@ -15,7 +16,7 @@ from tests.engine.test_ir import DESIGN_EXAMPLE
 
 @pytest.fixture
 def plan():
-    return allocate("linear-scan", parse(DESIGN_EXAMPLE), 16)
+    return allocate("linear-scan", parse(DESIGN_EXAMPLE), 16).plan()
 
 
 def test_conflicting_assignment_reports_the_exact_conflict(plan):
@@ -49,7 +50,8 @@ def test_spill_keeps_the_plan_valid_and_unspill_restores_it(plan):
     spilled = apply_edit(plan, Spill("acc_0_0"))
     assert spilled.conflicts == ()
     assert "st.local" in str(spilled.plan.program) and spilled.plan.spills == {"acc_0_0": 0}
-    assert spilled.plan.predicted["spill_stores"] == 2 and spilled.plan.predicted["spill_loads"] == 2
+    figures = predict(spilled.plan, spilled.analysis)
+    assert figures["spill_stores"] == 2 and figures["spill_loads"] == 2
     verify_execution(spilled.plan.program, spilled.plan.assignment, spilled.plan.spills)
     back = apply_edit(spilled.plan, spilled.inverse)
     assert back.plan == plan
@@ -100,13 +102,13 @@ def test_schedule_edit_recomputes_pressure_and_keeps_the_assignment(plan):
     result = apply_edit(plan, Move(2, 8))
     assert result.rejected is None and result.conflicts == ()
     assert str(result.plan.program.instructions[8]) == "%pc:u64 = param C"
-    assert analyze(result.plan.program).maxlive == before - 2 == result.plan.predicted["maxlive"]
+    assert analyze(result.plan.program).maxlive == before - 2 == predict(result.plan, result.analysis)["maxlive"]
     assert result.plan.assignment == plan.assignment
     assert apply_edit(result.plan, result.inverse).plan == plan
 
 
 def test_schedule_edit_that_breaks_the_assignment_is_shown_as_broken():
-    tight = allocate("chaitin-briggs", parse(DESIGN_EXAMPLE), 8)
+    tight = allocate("chaitin-briggs", parse(DESIGN_EXAMPLE), 8).plan()
     n = len(tight.program.instructions)
     legal = [apply_edit(tight, Move(i, j)) for i in range(n) for j in range(n) if i != j]
     legal = [r for r in legal if r.rejected is None]
@@ -131,7 +133,7 @@ def _edits(plan):
 
 @given(st.data(), programs())
 def test_any_sequence_of_edits_undoes_to_an_identical_plan(data, program):
-    plan = allocate("dsatur", program, 24)
+    plan = allocate("dsatur", program, 24).plan()
     history, current = [], plan
     for edit in data.draw(_edits(plan)):
         result = apply_edit(current, edit)

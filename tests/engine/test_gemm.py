@@ -5,6 +5,7 @@ import random
 import pytest
 
 from engine.allocators import ALLOCATORS, allocate
+from engine.predict import planned
 from engine.errors import RegtuneError
 from engine.ir import parse, print_program
 from engine.liveness import analyze
@@ -25,7 +26,7 @@ def test_sampled_configs_parse_back_and_verify_under_every_allocator(w):
     program, options = build_gemm(w)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = allocate(name, program, 255)
+        plan = planned(allocate(name, program, 255))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0, 1))
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from engine.allocators import allocate
 from engine.interp import run, run_together
 from engine.ir import parse, print_program
-from engine.plan import execution_figures
+from engine.predict import execution_figures
 from engine.spill import spill_code_of
 from tests.engine.strategies import programs
 
@@ -25,13 +25,15 @@ def _same_traces(a, b) -> bool:
 
 
 def _check_lockstep(program, budget, name) -> list[bool]:
-    plan = allocate(name, program, budget, execute=False)
+    plan = allocate(name, program, budget)
     together = []
     for prog, registers in ((program, None), (plan.program, plan.assignment)):
-        alone = _fresh(prog)
-        together.append(run_together(prog, SEEDS, registers))
-        for seed in SEEDS:
-            assert _same_traces(run(prog, seed, registers), run(alone, seed, registers))
+        traces = run_together(prog, SEEDS, registers)
+        together.append(traces is not None)
+        for k, seed in enumerate(SEEDS):
+            alone = run(_fresh(prog), seed, registers)
+            assert _same_traces(run(prog, seed, registers), alone)
+            assert traces is None or _same_traces(traces[k], alone)
     return together
 
 
@@ -67,16 +69,16 @@ def test_seeds_that_branch_apart_are_run_one_by_one_with_their_own_paths():
     paths = {seed: tuple(run(_fresh(program), seed).executed) for seed in range(8)}
     assert len(set(paths.values())) == 2, "the test needs seeds that take both branches"
     seeds = tuple(range(8))
-    assert not run_together(program, seeds)
+    assert run_together(program, seeds) is None
     assert {seed: tuple(run(program, seed).executed) for seed in seeds} == paths
 
 
 @settings(max_examples=40, deadline=None)
 @given(program=programs(), budget=st.sampled_from([16, 10]))
 def test_executed_spill_figures_equal_what_the_allocated_program_runs(program, budget):
-    plan = allocate("chaitin-briggs", program, budget, execute=False)
+    plan = allocate("chaitin-briggs", program, budget).plan()
     executed = run(plan.program, 0, registers=plan.assignment).executed
-    spill, _ = spill_code_of(plan.program, plan.spills)
+    spill = spill_code_of(plan.program, plan.spills).indices
     opcode = {i: plan.program.instructions[i].opcode for i in spill}
     figures = execution_figures(plan)
     assert figures["spill_stores_executed"] == sum(executed[i] for i in spill if opcode[i] == "st.local")

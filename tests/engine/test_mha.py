@@ -3,25 +3,26 @@
 import pytest
 
 from engine.allocators import ALLOCATORS, allocate
+from engine.predict import planned
 from engine.errors import RegtuneError
 from engine.ir import parse, print_program
 from engine.liveness import analyze
 from engine.verify import static_conflicts, verify_execution
 from engine.workloads.mha import GROUPS, HEAD_DIMS, STRATEGIES, Mha, build_mha, mha_configs, threads_per_row
 
-SEED_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
+NOTE_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
 
 
 def test_config_space_is_the_seeds():
     configs = mha_configs()
     assert len(configs) == 1512 == len(set(configs))
-    assert SEED_EXAMPLE in configs
+    assert NOTE_EXAMPLE in configs
     assert all(16 <= c.heads <= 128 and 1 <= c.batch <= 1024 and 32 <= c.head_dim <= 256 and 1 <= c.groups <= 8
                and c.seq_len == 2048 for c in configs)
 
 
 def test_the_kv_loop_is_a_real_loop_with_every_phase():
-    program, options = build_mha(SEED_EXAMPLE)
+    program, options = build_mha(NOTE_EXAMPLE)
     a = analyze(program)
     assert options["trips"] == 2048 // options["bc"]
     assert max(a.loop_depth) == 1
@@ -47,29 +48,29 @@ def test_programs_parse_back_and_verify_under_every_allocator(strategies):
     program, _ = build_mha(Mha(16, 1, 32, 2), strategies, bc=4)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = allocate(name, program, 64)
+        plan = planned(allocate(name, program, 64))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0,))
 
 
 def test_strategy_effects_are_what_their_docstrings_say():
-    base = analyze(build_mha(SEED_EXAMPLE)[0]).maxlive
-    effect = {s: analyze(build_mha(SEED_EXAMPLE, (s,))[0]).maxlive for s in STRATEGIES}
+    base = analyze(build_mha(NOTE_EXAMPLE)[0]).maxlive
+    effect = {s: analyze(build_mha(NOTE_EXAMPLE, (s,))[0]).maxlive for s in STRATEGIES}
     assert effect["fp16-softmax"] < base
     assert effect["head-shared"] < base
     assert effect["qk-symmetric"] == effect["sliding-window"] == effect["group-pools"] == base
-    assert build_mha(SEED_EXAMPLE, ("sliding-window",))[1]["trips"] < build_mha(SEED_EXAMPLE)[1]["trips"]
+    assert build_mha(NOTE_EXAMPLE, ("sliding-window",))[1]["trips"] < build_mha(NOTE_EXAMPLE)[1]["trips"]
     single = Mha(32, 64, 64, 1)
     assert analyze(build_mha(single, ("head-shared",))[0]).maxlive == analyze(build_mha(single)[0]).maxlive
-    plain = analyze(build_mha(SEED_EXAMPLE, projection=True)[0]).maxlive
-    assert analyze(build_mha(SEED_EXAMPLE, ("qk-symmetric",), projection=True)[0]).maxlive < plain
+    plain = analyze(build_mha(NOTE_EXAMPLE, projection=True)[0]).maxlive
+    assert analyze(build_mha(NOTE_EXAMPLE, ("qk-symmetric",), projection=True)[0]).maxlive < plain
 
 
 @pytest.mark.parametrize("w, kw, message", [
     (Mha(33, 64, 64, 4), {}, "MHA heads=33 is outside the config space"),
     (Mha(32, 64, 64, 3), {}, "MHA groups=3 is outside the config space"),
-    (SEED_EXAMPLE, {"strategies": ("magic",)}, "unknown MHA strategy 'magic'"),
-    (SEED_EXAMPLE, {"bc": 7}, "keys per K/V tile bc=7 must be even and divide 2048"),
+    (NOTE_EXAMPLE, {"strategies": ("magic",)}, "unknown MHA strategy 'magic'"),
+    (NOTE_EXAMPLE, {"bc": 7}, "keys per K/V tile bc=7 must be even and divide 2048"),
 ])
 def test_bad_workloads_are_named(w, kw, message):
     with pytest.raises(RegtuneError, match=message):

@@ -9,6 +9,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from engine.allocators import allocate
+from engine.predict import planned, planned_and_run
 from engine.errors import InterpreterError, RegtuneError
 from engine.ir import parse, print_program
 from engine.plan import FORMAT, Plan, load_plan, plan_from_dict, plan_to_dict, write_plan
@@ -19,7 +20,7 @@ from tests.engine.test_ir import DESIGN_EXAMPLE
 
 @pytest.fixture
 def plan():
-    return allocate("chaitin-briggs", parse(DESIGN_EXAMPLE), 8)
+    return planned_and_run(allocate("chaitin-briggs", parse(DESIGN_EXAMPLE), 8))
 
 
 def test_round_trip_through_a_file(tmp_path, plan):
@@ -121,7 +122,7 @@ def _apply(data: dict, mutation) -> dict:
     return data
 
 
-BASE = plan_to_dict(allocate("dsatur", parse(DESIGN_EXAMPLE), 8))
+BASE = plan_to_dict(planned_and_run(allocate("dsatur", parse(DESIGN_EXAMPLE), 8)))
 
 
 @given(_mutations(BASE))
@@ -163,7 +164,7 @@ def test_fuzzed_program_texts_parse_or_raise_a_regtune_error(program, at, insert
     assert parse(print_program(parsed)) == parsed
     if _undefined(parsed):
         return
-    plan = allocate("linear-scan", parsed, 16, execute=False)
+    plan = planned(allocate("linear-scan", parsed, 16))
     try:
         verify_execution(plan.program, plan.assignment, plan.spills, max_steps=20_000)
     except InterpreterError as exc:  # a mutation can make a loop endless: a named error, not a crash

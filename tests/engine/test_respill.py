@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from engine.ir import parse, print_program
 from engine.liveness import analyze
 from engine.respill import _Fallback, _Update, analyze_spilled
-from engine.spill import first_free_slot, insert_spill_code
+from engine.spill import first_free_slot, spill_insertion
 from tests.bench.programs import loop_shaped
 from tests.engine.strategies import programs
 
@@ -35,11 +35,10 @@ def _spill_round(data, program, analysis):
     candidates = [n for n, v in program.values.items() if v.width > 0 and "." not in n]
     chosen = data.draw(st.lists(st.sampled_from(candidates), unique=True, max_size=6)) if candidates else []
     slot = first_free_slot(program)
-    spilled = insert_spill_code(program, {n: slot + k for k, n in enumerate(chosen)})
-    updated = _Update(analysis, spilled).analysis()
-    assert_same(updated, analyze(parse(print_program(spilled))))
-    spilled.cache["analysis"] = updated
-    return spilled, updated
+    insertion = spill_insertion(program, {n: slot + k for k, n in enumerate(chosen)})
+    updated = _Update(analysis, insertion).analysis()
+    assert_same(updated, analyze(parse(print_program(insertion.program))))
+    return insertion.program, updated
 
 
 @settings(max_examples=150, deadline=None)
@@ -53,16 +52,17 @@ def test_update_equals_scratch_over_two_spill_rounds(data, program):
 def test_update_is_used_on_the_loop_benchmark_program_and_equals_scratch():
     program = parse(loop_shaped(n=600, peak=40))
     chosen = [n for n in program.values if n.startswith(("acc", "t"))][::3]
-    spilled = insert_spill_code(program, {n: k for k, n in enumerate(chosen)})
-    assert_same(_Update(analyze(program), spilled).analysis(), analyze(parse(print_program(spilled))))
+    insertion = spill_insertion(program, {n: k for k, n in enumerate(chosen)})
+    assert_same(_Update(analyze(program), insertion).analysis(), analyze(parse(print_program(insertion.program))))
 
 
-def test_a_program_that_no_insertion_made_is_analysed_from_scratch():
+def test_an_insertion_made_from_another_program_is_analysed_from_scratch():
     program = parse(loop_shaped(n=200, peak=10))
-    other = parse(print_program(program))
+    other = parse(print_program(program))     # equal, but not the object the insertion started from
+    insertion = spill_insertion(other, {"acc0": 0})
     with pytest.raises(_Fallback):
-        _Update(analyze(program), other)
-    assert analyze_spilled(analyze(program), other) is analyze(other)
+        _Update(analyze(program), insertion)
+    assert_same(analyze_spilled(analyze(program), insertion), analyze(insertion.program))
 
 
 TWO_RESULTS = """.kernel k
@@ -78,8 +78,8 @@ TWO_RESULTS = """.kernel k
 def test_a_dead_result_beside_a_spilled_one_at_a_block_end_stays_one_position_long():
     # spill code after the block's last instruction moves the block's exit: %w (live out) follows it, %y (dead) does not
     program = parse(TWO_RESULTS)
-    spilled = insert_spill_code(program, {"x": 0})
-    updated, scratch = _Update(analyze(program), spilled).analysis(), analyze(parse(print_program(spilled)))
+    insertion = spill_insertion(program, {"x": 0})
+    updated, scratch = _Update(analyze(program), insertion).analysis(), analyze(parse(print_program(insertion.program)))
     assert_same(updated, scratch)
     y, w = scratch.index["y"], scratch.index["w"]
     assert scratch.end[y] == scratch.start[y] and scratch.start[w] <= 2 * 1 + 1 <= scratch.end[w]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
+from engine.predict import planned_and_run
+
 EXAMPLE = str(files("resources") / "examples" / "gemm_m1n1k2.txt")
 
 #: a plan the hostile plans start from: GEMM 2x2x2, k-outer, dsatur, as `regtune allocate` writes it
@@ -28,7 +30,7 @@ def good_plan() -> dict:
 
         w = Gemm(2, 2, 2)
         program, options = build_gemm(w)
-        _GOOD.update(plan_to_dict(allocate("dsatur", program).with_(workload=w.as_dict(), options=options)))
+        _GOOD.update(plan_to_dict(planned_and_run(allocate("dsatur", program), workload=w.as_dict(), options=options)))
     return json.loads(json.dumps(_GOOD))
 
 
@@ -218,9 +220,9 @@ ARGUMENT_CASES = {
     "--out empty": _args("allocate", EXAMPLE, "--allocator", "dsatur", "--out", ""),
     "build --out-dir onto a file": _args("build", "{folder}/plan.json", "--out-dir", EXAMPLE),
     "build --out-dir under /proc": _args("build", "{folder}/plan.json", "--out-dir", "/proc/regtune-out"),
-    "report --out into a missing folder": _args("report", "seed", "--out", "{folder}/missing/r.md",
+    "report --out into a missing folder": _args("report", "claims", "--out", "{folder}/missing/r.md",
                                                 outputs=["{folder}/missing/r.md"]),
-    "report --workers 0": _args("report", "seed", "--workers", "0", "--out", "{folder}/r.md",
+    "report --workers 0": _args("report", "claims", "--workers", "0", "--out", "{folder}/r.md",
                                 outputs=["{folder}/r.md"]),
     "screenshot --gemm abc": _args("screenshot", "--gemm", "abc", "--out", "{folder}/s.png",
                                    outputs=["{folder}/s.png"]),

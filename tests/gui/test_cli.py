@@ -166,9 +166,9 @@ def test_workload_errors_are_one_line(args, message):
 
 
 @pytest.mark.slow
-def test_seed_report_is_computed_and_written(tmp_path):
+def test_claims_report_is_computed_and_written(tmp_path):
     out = tmp_path / "seed.md"
-    r = regtune("report", "seed", "--sample", "151", "--out", str(out), "--workers", "2")
+    r = regtune("report", "claims", "--sample", "151", "--out", str(out), "--workers", "2")
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     assert r.stdout.startswith(text.rstrip("\n")[:200])

@@ -80,7 +80,7 @@ def test_tricky_names_that_are_valid_build_a_kernel_that_defines_them_safely():
 def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_path, how, status, line):
     regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
     out = tmp_path / "report.md"
-    proc = subprocess.Popen([regtune, "report", "seed", "--out", str(out)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([regtune, "report", "claims", "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     time.sleep(4)
     if how == signal.SIGINT:

@@ -1,0 +1,113 @@
+"""The prediction stage: a plan's figures from the model (registers, MAXLIVE, spills, banks, executed spills).
+
+Allocators assign and spill and measure nothing; this stage computes what
+the model predicts of their plans, and a plan's ``predicted`` field holds
+what it returned. The static figures read only the plan; the executed-spill
+figures run the interpreter, so a caller asks for them on their own
+(:func:`execution_figures`) where a run pays (a plan file, a report), and
+leaves them out where it does not (a sweep, an interactive edit).
+
+Invariant: every figure is computed from the plan it describes, never
+copied from another plan or a file; the same plan gives the same figures.
+
+Examples
+--------
+>>> from engine.allocators import allocate
+>>> from engine.ir import parse
+>>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
+>>> a = allocate("linear-scan", p, budget=8)
+>>> figures = predict(a.plan(), a.analysis, a.spill_code)
+>>> figures["registers"], figures["maxlive"], figures["spill_loads"]
+(1, 1, 0)
+>>> planned(a).predicted == figures
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.arch import bank_conflicts, load_arch
+from engine.errors import InterpreterError
+from engine.interp import run
+from engine.ir import Program
+from engine.liveness import Analysis, analyze
+from engine.plan import Plan, registers_used
+from engine.spill import SpillCode, remove_spill_code, spill_code_of
+
+
+def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None) -> dict:
+    """The plan's static predicted figures.
+
+    ``analysis`` and ``spill_code``, when the caller has them for
+    ``plan.program`` (an allocation carries both), save computing them again.
+    """
+    analysis = analysis if analysis is not None else analyze(plan.program)
+    code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
+    return {
+        "registers": registers_used(plan.assignment),
+        "maxlive": analysis.maxlive,
+        "peak_instruction": analysis.peak,
+        "spilled_values": len(plan.spills),
+        "spill_stores": len(code.stores),
+        "spill_loads": len(code.loads),
+        "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
+        "moves": moves(plan.program, plan.assignment),
+        **_banks(plan),
+    }
+
+
+def moves(program: Program, assignment: dict) -> int:
+    """Register-to-register ``mov`` instructions whose two registers differ.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov %x\\n  st.global %y, 0, %y\\n  exit\\n")
+    >>> moves(p, {"x": (0,), "y": (0,)}), moves(p, {"x": (0,), "y": (1,)})
+    (0, 1)
+    """
+    return sum(1 for ins in program.instructions
+               if ins.opcode == "mov" and ins.defs and ins.guard is None and len(ins.uses) == 1
+               and assignment.get(ins.defs[0].name) != assignment.get(ins.uses[0]))
+
+
+def _banks(plan: Plan) -> dict:
+    """Bank conflicts of the assignment under the plan's arch (sm_80 when it names none)."""
+    arch = load_arch(plan.options.get("arch", "sm_80"))
+    total, _ = bank_conflicts(plan.program, plan.assignment, arch.bank_model)
+    return {"bank_conflicts": total, "bank_model": f"{arch.name}: {arch.bank_model.name}"}
+
+
+def execution_figures(plan: Plan, original: Program | None = None, spill_code: SpillCode | None = None) -> dict:
+    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish.
+
+    Spill code adds no branch, so each spill instruction runs as often as
+    its block: the block counts come from the interpreter's run of the
+    program without spill code (``original``, when the caller has it; the
+    path a correct plan takes; a plan that fails verification takes another
+    and its figures say where its spill code would run on the correct path).
+    """
+    code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
+    original = original if original is not None else remove_spill_code(plan.program, plan.spills)
+    try:
+        executed = run(original, 0).executed
+    except InterpreterError as exc:
+        return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
+    visits = [executed[i] if i < len(executed) else 0 for i in original.block_starts]
+    block_of = np.repeat(np.arange(len(visits)), [len(b.instructions) for b in plan.program.blocks])
+    return {"spill_stores_executed": int(sum(visits[b] for b in block_of[list(code.stores)].tolist())),
+            "spill_loads_executed": int(sum(visits[b] for b in block_of[list(code.loads)].tolist()))}
+
+
+def planned(allocation, **fields) -> Plan:
+    """The allocation as a plan with its static figures (``fields``: workload, options)."""
+    plan = allocation.plan(**fields)
+    return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code))
+
+
+def planned_and_run(allocation, **fields) -> Plan:
+    """The allocation as a plan with its static and executed-spill figures (``fields``: workload, options)."""
+    plan = planned(allocation, **fields)
+    figures = execution_figures(plan, allocation.original, allocation.spill_code)
+    return plan.with_(predicted={**plan.predicted, **figures})
