@@ -63,6 +63,7 @@ from engine.plan import Plan
 from engine.spill import spill_slot
 from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
 from engine.structure import loop_trips as structure_loop_trips
+from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
@@ -583,28 +584,8 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
     return text, w, name, params
 
 
-_HELPERS = '''
-if config.ENABLE_CUDASIM:
-    # numba's simulator has no warp shuffles: this stand-in exchanges through a per-block table
-    # with a barrier on each side (every thread of a block reaches every shuffle in these kernels).
-    import threading
-
-    from numba.cuda.simulator import kernelapi
-
-    _EXCHANGE = {}
-
-    def _simulated_shfl_xor_sync(self, mask, value, lane_mask):
-        thread = threading.current_thread()
-        table = _EXCHANGE.setdefault((thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z), {})
-        me = thread.threadIdx.x
-        table[me] = value
-        thread.syncthreads()
-        other = table[me ^ lane_mask]
-        thread.syncthreads()
-        return other
-
-    kernelapi.FakeCUDAModule.shfl_xor_sync = _simulated_shfl_xor_sync
-'''
+#: the simulator's warp shuffle every module carries (kernels/templates/helpers.py after its marker)
+_HELPERS = template_text("helpers")
 
 _GEMM = '''
 
@@ -702,26 +683,17 @@ OUTPUT = "O"
 DEFAULT_BATCH = 1
 '''
 
-_MAIN = '''
-
-def kernel(max_registers=None):
-    """The CUDA kernel, compiled for the current device with the plan's register cap."""
-    if config.ENABLE_CUDASIM:  # the simulator takes neither a signature nor a register cap
-        return cuda.jit({name})
-    return cuda.jit(SIGNATURE, max_registers=max_registers or MAX_REGISTERS)({name})
 
 
-if __name__ == "__main__":
-    inputs = make_inputs(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else make_inputs(1, heads=GROUPS)
-    blocks, threads = grid(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else grid(1, 1, 1)
-    arrays = {{name: cuda.to_device(inputs[name]) for name in ARRAYS}}
-    kernel()[blocks, threads](*launch_args(inputs, arrays))
-    cuda.synchronize()
-    output = {{OUTPUT: arrays[OUTPUT].copy_to_host()}}
-    error, ok = check(inputs, output)
-    print(f"{{WORKLOAD}}: max abs error {{error:.3g}} ({{'within' if ok else 'OUTSIDE'}} tolerance {{TOLERANCE}})")
-    sys.exit(0 if ok else 1)
-'''
+def _format_template(text: str, placeholder: str = "KERNEL_FUNCTION") -> str:
+    """A template's text as a ``str.format`` pattern whose only field is ``{name}`` (at each ``placeholder``)."""
+    if text.count(placeholder) != 2:
+        raise ValueError(f"kernels/templates/main.py must name {placeholder} exactly twice")
+    return text.replace("{", "{{").replace("}", "}}").replace(placeholder, "{name}")
+
+
+#: ``kernel()`` and the ``python kernel.py`` entry point (kernels/templates/main.py after its marker)
+_MAIN = _format_template(template_text("main"))
 
 
 def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, trips: dict) -> list[str]:
