@@ -24,8 +24,10 @@ Value names map to Python names (dots become ``__``); a value defined more
 than once gets a fresh name per definition inside a block (numba-cuda's
 lowering is slow with reused names, TOOLCHAIN-NOTES.md), and the canonical
 name for the last definition a later block reads. Control flow is
-structured back into ``if``/``else`` and ``while True`` loops; a CFG that
-does not fit those shapes is refused with the block at fault.
+structured back into ``if``/``else`` and ``while True`` loops by
+:func:`engine.structure.structure`, whose tree this module walks; a CFG that
+does not fit those shapes is refused with the block at fault. The generic
+module parts are real files in kernels/templates, embedded as text.
 
 Invariant: ``kernel_source`` is a pure function of the plan and its
 options; the text is a complete module that runs on its own
