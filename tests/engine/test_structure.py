@@ -188,6 +188,7 @@ def graphs(draw):
     return parse("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(graphs(), st.lists(st.booleans(), max_size=16))
 def test_random_graphs_are_structured_exactly_or_refused_by_block(program, outcomes):

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from kernels import codegen
 from kernels.templates import MARKER, template_text
 
@@ -35,6 +37,7 @@ def test_a_generated_module_holds_the_templates_once_with_the_kernel_s_name():
     assert f"return cuda.jit({source.name})" in source.text and "KERNEL_FUNCTION" not in source.text
 
 
+@pytest.mark.slow
 def test_in_the_simulator_the_helpers_shuffle_and_main_compiles_the_kernel_function():
     script = textwrap.dedent("""
         import numpy as np
