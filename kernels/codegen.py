@@ -24,8 +24,10 @@ Value names map to Python names (dots become ``__``); a value defined more
 than once gets a fresh name per definition inside a block (numba-cuda's
 lowering is slow with reused names, TOOLCHAIN-NOTES.md), and the canonical
 name for the last definition a later block reads. Control flow is
-structured back into ``if``/``else`` and ``while True`` loops; a CFG that
-does not fit those shapes is refused with the block at fault.
+structured back into ``if``/``else`` and ``while True`` loops by
+:func:`engine.structure.structure`, whose tree this module walks; a CFG that
+does not fit those shapes is refused with the block at fault. The generic
+module parts are real files in kernels/templates, embedded as text.
 
 Invariant: ``kernel_source`` is a pure function of the plan and its
 options; the text is a complete module that runs on its own
@@ -58,10 +60,13 @@ from dataclasses import dataclass
 
 from engine.errors import RegtuneError
 from engine.fields import excerpt
-from engine.ir import Imm, Instruction, Program, Use, successors
+from engine.ir import Imm, Instruction, Program, Use
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan
 from engine.spill import spill_slot
+from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
+from engine.structure import loop_trips as structure_loop_trips
+from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
@@ -242,8 +247,6 @@ class _Writer:
         self.names = {n: n if own.get(n) == n else _identifier(n, self.taken) for n in sorted(self.program.values)}
         self.current: dict[str, str] = {}
         self.versions: dict[str, int] = {}
-        self.block_index = {b.name: i for i, b in enumerate(self.program.blocks)}
-        self.succ = successors(self.program)
         self.last_def = self._last_defs()
         self.read_later = self._read_later()
         self.carried = self._carried()
@@ -486,93 +489,40 @@ class _Writer:
             self.slot_names[key] = _identifier(f"slot_{slot}_{key[1]}", self.taken)
         return self.slot_names[key]
 
-    # -- control flow -----------------------------------------------------------------------
-    def region(self, start: int, stop: int, depth: int, loop: tuple | None = None) -> None:
-        """Emit blocks start..stop-1; ``loop`` = (header, exit) of the innermost loop."""
-        bi = start
-        while bi < stop:
-            latch = self._latch(bi, stop)
-            if latch is not None and (loop is None or loop[0] != bi):
-                self.emit(depth, "while True:")
-                self._body(bi, latch + 1, depth + 1, (bi, latch + 1))
-                bi = latch + 1
-                continue
-            bi = self.block(bi, stop, depth, loop)
+    # -- control flow (the tree from engine.structure) ----------------------------------------------
+    def node(self, node, depth: int) -> None:
+        """Emit one node of the structure tree at indentation ``depth``."""
+        getattr(self, "_" + type(node).__name__.lower())(node, depth)
 
-    def _latch(self, header: int, stop: int) -> int | None:
-        latches = [b for b in range(header, stop) if header in self.succ[b] and b >= header
-                   and self.program.blocks[b].instructions
-                   and self.program.blocks[b].instructions[-1].opcode in ("br", "cbr")]
-        return max(latches) if latches else None
+    def _seq(self, node: Seq, depth: int) -> None:
+        for item in node.items:
+            self.node(item, depth)
 
-    def block(self, bi: int, stop: int, depth: int, loop: tuple | None) -> int:
-        block = self.program.blocks[bi]
+    def _code(self, node: Code, depth: int) -> None:
         self.current = {}
-        for ii, ins in enumerate(block.instructions):
-            self.instruction(depth, bi, ii, ins)
-        last = block.instructions[-1] if block.instructions else None
-        if last is None or not last.is_terminator:
-            return bi + 1
-        if last.opcode == "exit":
-            self.emit(depth, "return")
-            return bi + 1
-        targets = [self.block_index[t] for t in last.targets]
-        if loop is not None and loop[0] in targets:
-            return self._back_edge(bi, last, targets, depth, loop)
-        if last.opcode == "br":
-            if targets[0] == bi + 1:
-                return bi + 1
-            if loop is not None and targets[0] == loop[1]:
-                self.emit(depth, "break")
-                return bi + 1
-            raise KernelError(f"block {block.name}: branch to {last.targets[0]} is not structured (if/else or loop)")
-        return self._branch(bi, last, targets, stop, depth, loop)
+        for ii, ins in enumerate(self.program.blocks[node.index].instructions):
+            self.instruction(depth, node.index, ii, ins)
 
-    def _back_edge(self, bi, last, targets, depth, loop) -> int:
-        if last.opcode == "br":
-            return bi + 1
-        cond = self.use(last.operands[0].name)
-        stay, leave = targets
-        if leave == loop[0]:
-            self.emit(depth, f"if {cond}:")
-        else:
-            if leave != bi + 1:
-                raise KernelError(f"block {self.program.blocks[bi].name}: loop exit to a block other than the next")
-            self.emit(depth, f"if not {cond}:")
-        self.emit(depth + 1, "break")
-        return bi + 1
+    def _loop(self, node: Loop, depth: int) -> None:
+        self.emit(depth, "while True:")
+        self._body(node.body, depth + 1)
 
-    def _branch(self, bi, last, targets, stop, depth, loop) -> int:
-        name = self.program.blocks[bi].name
-        cond = self.use(last.operands[0].name)
-        then, other = targets
-        if then == bi + 1 and other > then:
-            join = self._else_join(then, other)
-            self.emit(depth, f"if {cond}:")
-            self._body(then, other, depth + 1, loop)
-            if join is not None:
-                self.emit(depth, "else:")
-                self._body(other, join, depth + 1, loop)
-                return join
-            return other
-        if other == bi + 1 and then > other:
-            self.emit(depth, f"if not {cond}:")
-            self._body(other, then, depth + 1, loop)
-            return then
-        raise KernelError(f"block {name}: conditional branch to {last.targets} is not structured (if/else or loop)")
+    def _if(self, node: If, depth: int) -> None:
+        self.emit(depth, f"if {'not ' if node.negated else ''}{self.use(node.cond)}:")
+        self._body(node.then, depth + 1)
+        if node.orelse is not None:
+            self.emit(depth, "else:")
+            self._body(node.orelse, depth + 1)
 
-    def _else_join(self, then: int, other: int) -> int | None:
-        """When the then-part ends with ``br J`` past the else-part, the else-part is other..J-1."""
-        last = self.program.blocks[other - 1].instructions[-1] if self.program.blocks[other - 1].instructions else None
-        if last is not None and last.opcode == "br":
-            join = self.block_index[last.targets[0]]
-            if join > other:
-                return join
-        return None
+    def _break(self, node: Break, depth: int) -> None:
+        self.emit(depth, "break")
 
-    def _body(self, start, stop, depth, loop) -> None:
+    def _return(self, node: Return, depth: int) -> None:
+        self.emit(depth, "return")
+
+    def _body(self, body: Seq, depth: int) -> None:
         before = len(self.lines)
-        self.region(start, stop, depth, loop)
+        self.node(body, depth)
         if len(self.lines) == before:
             self.emit(depth, "pass")
 
@@ -600,46 +550,25 @@ def _address(pointer: str, element: int) -> str:
     return f"{pointer} + uint64({element})" if element > 0 else f"{pointer} - uint64({-element})"
 
 
-def _adjust_trips(program: Program, trips: dict | None) -> Program:
-    """Replace loop trip counts (``setp.lt %it, N`` feeding a back edge of block LABEL) for small runs."""
-    if not trips:
-        return program
-    from engine.ir import Block, replace_blocks
-
-    blocks = []
-    for block in program.blocks:
-        ins = list(block.instructions)
-        if block.name in trips and ins and ins[-1].opcode == "cbr":
-            cond = ins[-1].operands[0].name
-            for k, i in enumerate(ins):
-                if cond in [d.name for d in i.defs] and i.opcode == "setp.lt" and isinstance(i.operands[1], Imm):
-                    ins[k] = Instruction(i.opcode, i.defs, (i.operands[0], Imm(str(int(trips[block.name])))), i.guard,
-                                         i.guard_negated, i.phase)
-        blocks.append(Block(block.name, tuple(ins)))
-    return replace_blocks(program, blocks)
-
-
 def loop_trips(program: Program) -> dict:
-    """Trip count of each counted loop: block label -> N from its ``setp.lt %it, N`` back edge."""
-    found = {}
-    for block in program.blocks:
-        last = block.instructions[-1] if block.instructions else None
-        if last is None or last.opcode != "cbr" or block.name not in last.targets:
-            continue
-        for i in block.instructions:
-            if i.opcode == "setp.lt" and any(d.name == last.operands[0].name for d in i.defs) \
-                    and isinstance(i.operands[1], Imm):
-                found[block.name] = _number(i.operands[1].text, f"block {block.name}")
-    return found
+    """Trip count of each counted loop (:func:`engine.structure.loop_trips`); a bad count is a KernelError."""
+    try:
+        return structure_loop_trips(program)
+    except StructureError as exc:
+        raise KernelError(str(exc)) from None
 
 
 def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> tuple[str, "_Writer", str, list]:
     """The kernel function's text and the writer that made it (parameters, spill counts)."""
     if spills not in SPILL_MODES:
         raise KernelError(f"unknown spill mode {spills!r} (known: {', '.join(SPILL_MODES)})")
-    program = _adjust_trips(plan.program, trips)
+    program = adjust_trips(plan.program, trips)
     w = _Writer(plan.with_(program=program) if trips else plan, spills)
-    w.region(0, len(program.blocks), 1)
+    try:
+        tree = structure(program)
+    except StructureError as exc:
+        raise KernelError(str(exc)) from None
+    w.node(tree, 1)
     slots = 1 + max([_spill_slot(i, f"instruction {k} ({excerpt(str(i), 60)})")
                      for k, i in enumerate(program.instructions) if i.opcode in ("st.local", "ld.local")], default=-1)
     head = []
@@ -658,28 +587,8 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
     return text, w, name, params
 
 
-_HELPERS = '''
-if config.ENABLE_CUDASIM:
-    # numba's simulator has no warp shuffles: this stand-in exchanges through a per-block table
-    # with a barrier on each side (every thread of a block reaches every shuffle in these kernels).
-    import threading
-
-    from numba.cuda.simulator import kernelapi
-
-    _EXCHANGE = {}
-
-    def _simulated_shfl_xor_sync(self, mask, value, lane_mask):
-        thread = threading.current_thread()
-        table = _EXCHANGE.setdefault((thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z), {})
-        me = thread.threadIdx.x
-        table[me] = value
-        thread.syncthreads()
-        other = table[me ^ lane_mask]
-        thread.syncthreads()
-        return other
-
-    kernelapi.FakeCUDAModule.shfl_xor_sync = _simulated_shfl_xor_sync
-'''
+#: the simulator's warp shuffle every module carries (kernels/templates/helpers.py after its marker)
+_HELPERS = template_text("helpers")
 
 _GEMM = '''
 
@@ -777,26 +686,17 @@ OUTPUT = "O"
 DEFAULT_BATCH = 1
 '''
 
-_MAIN = '''
-
-def kernel(max_registers=None):
-    """The CUDA kernel, compiled for the current device with the plan's register cap."""
-    if config.ENABLE_CUDASIM:  # the simulator takes neither a signature nor a register cap
-        return cuda.jit({name})
-    return cuda.jit(SIGNATURE, max_registers=max_registers or MAX_REGISTERS)({name})
 
 
-if __name__ == "__main__":
-    inputs = make_inputs(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else make_inputs(1, heads=GROUPS)
-    blocks, threads = grid(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else grid(1, 1, 1)
-    arrays = {{name: cuda.to_device(inputs[name]) for name in ARRAYS}}
-    kernel()[blocks, threads](*launch_args(inputs, arrays))
-    cuda.synchronize()
-    output = {{OUTPUT: arrays[OUTPUT].copy_to_host()}}
-    error, ok = check(inputs, output)
-    print(f"{{WORKLOAD}}: max abs error {{error:.3g}} ({{'within' if ok else 'OUTSIDE'}} tolerance {{TOLERANCE}})")
-    sys.exit(0 if ok else 1)
-'''
+def _format_template(text: str, placeholder: str = "KERNEL_FUNCTION") -> str:
+    """A template's text as a ``str.format`` pattern whose only field is ``{name}`` (at each ``placeholder``)."""
+    if text.count(placeholder) != 2:
+        raise ValueError(f"kernels/templates/main.py must name {placeholder} exactly twice")
+    return text.replace("{", "{{").replace("}", "}}").replace(placeholder, "{name}")
+
+
+#: ``kernel()`` and the ``python kernel.py`` entry point (kernels/templates/main.py after its marker)
+_MAIN = _format_template(template_text("main"))
 
 
 def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, trips: dict) -> list[str]:

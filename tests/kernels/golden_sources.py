@@ -1,0 +1,91 @@
+"""The golden kernel sources: SHA-256 of ``kernel_source(plan, spills).text`` for a fixed sample of plans.
+
+The generated text is cached by the build and its PTX was measured, so a
+refactoring of codegen must leave it byte-identical. The sample: GEMM
+2x2x2, 4x8x3, 8x8x8 and 16x16x16 and two MHA configs, each allocated by
+dsatur and naive at budgets 255 and 32; the loop-shaped example program
+(resources/examples/gemm_m1n1k2_loop.txt) and the two benchmark programs
+(tests/bench/programs.py) as program plans at budget 255 (and 6 for the
+small example, so it spills); every plan written with spills "plan" and
+"compiler". The digests in tests/kernels/golden/sources.json were written
+before codegen was split into parts (issue 11).
+
+Write them again (only for a deliberate change of the generated text):
+``python -m tests.kernels.golden_sources --write``
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+GOLDEN = Path(__file__).with_name("golden") / "sources.json"
+ALLOCATORS = ("dsatur", "naive")
+GEMM_SAMPLE = ((2, 2, 2), (4, 8, 3), (8, 8, 8), (16, 16, 16))
+MHA_SAMPLE = ((32, 64, 64, 4, ()), (16, 1, 32, 1, ("fp16-softmax",)))
+BUDGETS = (255, 32)
+SPILLS = ("plan", "compiler")
+EXAMPLE = "resources/examples/gemm_m1n1k2_loop.txt"
+
+
+def programs() -> dict:
+    """Name -> (program, workload dict, options, budgets) of every golden program."""
+    from engine.ir import parse
+    from engine.workloads.gemm import Gemm, build_gemm
+    from engine.workloads.mha import Mha, build_mha
+    from tests.bench.programs import loop_shaped, straight_line
+
+    root = Path(__file__).resolve().parents[2]
+    found = {}
+    for m, n, k in GEMM_SAMPLE:
+        w = Gemm(m, n, k)
+        program, options = build_gemm(w)
+        found[f"gemm {m}x{n}x{k}"] = (program, w.as_dict(), options, BUDGETS)
+    for heads, batch, head_dim, groups, strategies in MHA_SAMPLE:
+        w = Mha(heads, batch, head_dim, groups)
+        program, options = build_mha(w, strategies)
+        found[f"mha {heads}/{batch}/{head_dim}/{groups} {'+'.join(strategies) or 'plain'}"] = \
+            (program, w.as_dict(), options, BUDGETS)
+    example = parse((root / EXAMPLE).read_text(), EXAMPLE)
+    found["example loop"] = (example, {"kind": "program", "name": example.name, "source": EXAMPLE}, {}, (255, 6))
+    for name, text in (("straight-line", straight_line()), ("loop-shaped", loop_shaped())):
+        program = parse(text, name)
+        found[f"bench {name}"] = (program, {"kind": "program", "name": program.name, "source": f"bench {name}"},
+                                  {}, (255,))
+    return found
+
+
+def digests() -> dict:
+    """``"program | allocator | budget | spills"`` -> SHA-256 of the generated kernel module's text."""
+    from engine.allocators import allocate
+    from kernels.codegen import kernel_source
+
+    out = {}
+    for name, (program, workload, options, budgets) in programs().items():
+        for budget in budgets:
+            for allocator in ALLOCATORS:
+                plan = allocate(allocator, program, budget).with_(workload=workload, options=options)
+                for spills in SPILLS:
+                    text = kernel_source(plan, spills).text
+                    out[f"{name} | {allocator} | {budget} | {spills}"] = hashlib.sha256(text.encode()).hexdigest()
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the digests (a deliberate change of the text)")
+    args = parser.parse_args(argv)
+    found = digests()
+    if args.write:
+        GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {len(found)} digests to {GOLDEN}")
+        return
+    stored = json.loads(GOLDEN.read_text())
+    changed = sorted(k for k in found if stored.get(k) != found[k])
+    print(f"{len(found)} sources, {len(changed)} differ from the golden digests" + "".join(f"\n  {k}" for k in changed))
+
+
+if __name__ == "__main__":
+    main()
