@@ -164,6 +164,7 @@ def _leaves(node) -> list:
     return [leaf for c in (children(node) if children else ()) for leaf in _leaves(c)]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(programs(), st.lists(st.booleans(), max_size=16))
 def test_random_programs_structure_exactly_and_run_in_order(program, outcomes):

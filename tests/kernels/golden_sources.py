@@ -60,13 +60,14 @@ def programs() -> dict:
 def digests() -> dict:
     """``"program | allocator | budget | spills"`` -> SHA-256 of the generated kernel module's text."""
     from engine.allocators import allocate
+    from engine.predict import planned_and_run
     from kernels.codegen import kernel_source
 
     out = {}
     for name, (program, workload, options, budgets) in programs().items():
         for budget in budgets:
             for allocator in ALLOCATORS:
-                plan = allocate(allocator, program, budget).with_(workload=workload, options=options)
+                plan = planned_and_run(allocate(allocator, program, budget), workload=workload, options=options)
                 for spills in SPILLS:
                     text = kernel_source(plan, spills).text
                     out[f"{name} | {allocator} | {budget} | {spills}"] = hashlib.sha256(text.encode()).hexdigest()
