@@ -66,6 +66,7 @@ from engine.plan import Plan
 from engine.spill import spill_slot
 from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
 from engine.structure import loop_trips as structure_loop_trips
+from kernels.harness import HARNESSES, Harness, harness_for
 from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
@@ -590,103 +591,6 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
 #: the simulator's warp shuffle every module carries (kernels/templates/helpers.py after its marker)
 _HELPERS = template_text("helpers")
 
-_GEMM = '''
-
-def grid(batch):
-    """Blocks and threads per block for ``batch`` matrices."""
-    return (batch + MATRICES_PER_BLOCK - 1) // MATRICES_PER_BLOCK, THREADS_PER_BLOCK
-
-
-def make_inputs(batch, seed=0, beta=0.5):
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, batch * M * K).astype(np.float32)
-    b = rng.uniform(-1, 1, batch * K * N).astype(np.float32)
-    c = rng.uniform(-1, 1, batch * M * N).astype(np.float32)
-    return {"A": a, "B": b, "C": c, "alpha": np.float32(1.5), "beta": np.float32(beta), "batch": np.int32(batch)}
-
-
-def reference(inputs):
-    """alpha * A @ B + beta * C in float64, per matrix of the batch."""
-    batch = int(inputs["batch"])
-    a = inputs["A"].astype(np.float64).reshape(batch, M, K)
-    b = inputs["B"].astype(np.float64).reshape(batch, K, N)
-    c = inputs["C"].astype(np.float64).reshape(batch, M, N)
-    return (float(inputs["alpha"]) * (a @ b) + float(inputs["beta"]) * c).reshape(-1)
-
-
-def check(inputs, output):
-    """Largest error against numpy and whether it is within TOLERANCE (scaled by K)."""
-    expected = reference(inputs)
-    error = float(np.max(np.abs(output["C"] - expected)))
-    return error, error <= TOLERANCE * K
-
-
-def launch_args(inputs, device=None):
-    return [inputs[name] if device is None else device.get(name, inputs[name]) for name in PARAMS[:-1]] + [np.int32(0)]
-
-
-OUTPUT = "C"
-DEFAULT_BATCH = 1024
-'''
-
-_MHA = '''
-
-ROWS_PER_BLOCK = THREADS_PER_BLOCK // TPR
-
-
-def grid(batch, query_tiles=None, kv_heads=None):
-    """Blocks (query tiles, K/V heads, batch) and threads per block; fewer tiles or heads for a partial run."""
-    return (query_tiles or SEQ_LEN // ROWS_PER_BLOCK, kv_heads or HEADS // GROUPS, batch), THREADS_PER_BLOCK
-
-
-def make_inputs(batch, seed=0, heads=HEADS):
-    """Q, K, V (uniform in [-1, 1]) and O (NaN until written); ``heads`` < HEADS allocates only the
-    first heads, enough for blocks of batch 0 (the index arithmetic assumes HEADS per batch entry)."""
-    if heads < HEADS and batch > 1:
-        raise ValueError("a partial head allocation only holds batch 1")
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-1, 1, batch * heads * SEQ_LEN * HEAD_DIM).astype(np.float32)
-    k = rng.uniform(-1, 1, batch * (heads // GROUPS) * SEQ_LEN * HEAD_DIM).astype(np.float32)
-    v = rng.uniform(-1, 1, batch * (heads // GROUPS) * SEQ_LEN * HEAD_DIM).astype(np.float32)
-    o = np.full(batch * heads * SEQ_LEN * HEAD_DIM, np.nan, dtype=np.float32)
-    return {"Q": q, "K": k, "V": v, "O": o, "batch": batch, "heads": heads}
-
-
-def reference_rows(inputs, b, head, rows, keys):
-    """softmax(q k^T / sqrt(head_dim)) v for query ``rows`` of one (batch, head) over the first ``keys`` keys."""
-    batch, heads = inputs["batch"], inputs["heads"]
-    q = inputs["Q"].reshape(batch, heads, SEQ_LEN, HEAD_DIM)[b, head, rows].astype(np.float64)
-    kvh = head // GROUPS
-    k = inputs["K"].reshape(batch, heads // GROUPS, SEQ_LEN, HEAD_DIM)[b, kvh, :keys].astype(np.float64)
-    v = inputs["V"].reshape(batch, heads // GROUPS, SEQ_LEN, HEAD_DIM)[b, kvh, :keys].astype(np.float64)
-    s = q @ k.T / math.sqrt(HEAD_DIM)
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    return (p / p.sum(axis=1, keepdims=True)) @ v
-
-
-def check(inputs, output, blocks=((0, 0, 0),), keys=None):
-    """Largest error over the query rows of ``blocks`` (query tile, K/V head, batch) and every head they serve."""
-    keys = keys or TRIPS * BC
-    o = output["O"].reshape(inputs["batch"], inputs["heads"], SEQ_LEN, HEAD_DIM)
-    error = 0.0
-    for tile, kvh, b in blocks:
-        rows = np.arange(tile * ROWS_PER_BLOCK, (tile + 1) * ROWS_PER_BLOCK)
-        for g in range(GROUPS):
-            head = kvh * GROUPS + g
-            got = o[b, head, rows].astype(np.float64)
-            error = max(error, float(np.max(np.abs(got - reference_rows(inputs, b, head, rows, keys)))))
-    return error, error <= TOLERANCE
-
-
-def launch_args(inputs, device=None):
-    return [inputs[name] if device is None else device.get(name, inputs[name]) for name in PARAMS[:-1]] + [np.int32(0)]
-
-
-OUTPUT = "O"
-DEFAULT_BATCH = 1
-'''
-
-
 
 def _format_template(text: str, placeholder: str = "KERNEL_FUNCTION") -> str:
     """A template's text as a ``str.format`` pattern whose only field is ``{name}`` (at each ``placeholder``)."""
@@ -699,26 +603,21 @@ def _format_template(text: str, placeholder: str = "KERNEL_FUNCTION") -> str:
 _MAIN = _format_template(template_text("main"))
 
 
-def _constants(plan: Plan, w: _Writer, name: str, params: list, signature: str, trips: dict) -> list[str]:
-    workload, options = plan.workload or {}, plan.options or {}
-    lines = [f"WORKLOAD = {_literal(workload)}", f"ALLOCATOR = {str(plan.allocator)!r}",
+def _constants(plan: Plan, w: _Writer, params: list, signature: str, harness: Harness | None,
+               trips: dict | None) -> list[str]:
+    """The module's constants: those of every kernel module, then the harness's (numbers only)."""
+    options = plan.options or {}
+    lines = [f"WORKLOAD = {_literal(plan.workload or {})}", f"ALLOCATOR = {str(plan.allocator)!r}",
              f"KERNEL = {str(plan.program.name)!r}",
              f"MAX_REGISTERS = {int(plan.budget)}", f"PARAMS = {tuple(params)!r}",
              f"ARRAYS = {tuple(w.array_params)!r}", f"SIGNATURE = {signature!r}",
              f"THREADS_PER_BLOCK = {int(options.get('threads_per_block', 128))}"]
-    if workload.get("kind") == "gemm":
-        lines += [f"M, N, K = {int(workload['m'])}, {int(workload['n'])}, {int(workload['k'])}",
-                  f"MATRICES_PER_BLOCK = {int(options.get('matrices_per_block', 1))}",
-                  "TOLERANCE = 1e-5  # max abs error per unit of K, inputs uniform in [-1, 1]"]
-    elif workload.get("kind") == "mha":
-        all_trips = loop_trips(plan.program)
-        lines += [f"HEADS, GROUPS, HEAD_DIM, SEQ_LEN = {int(workload['heads'])}, {int(workload['groups'])}, "
-                  f"{int(workload['head_dim'])}, {int(workload.get('seq_len', 2048))}",
-                  f"TPR, BC = {int(options.get('tpr', 1))}, {int(options.get('bc', 16))}",
-                  f"TRIPS = {int(min(list((trips or all_trips).values()) or [0]))}  # K/V tiles each query row sees",
-                  ("TOLERANCE = 2e-3  # max abs error; scores and probabilities pass through f16 (fp16-softmax)"
-                   if any(v.type == "f16x2" for v in plan.program.values.values())
-                   else "TOLERANCE = 1e-4  # max abs error, inputs uniform in [-1, 1]")]
+    if harness is not None:
+        for key, value in harness.constants(plan, trips or loop_trips(plan.program)).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or key not in harness.constant_names:
+                raise KernelError(f"harness {harness.name!r}: constant {key!r} = {excerpt(value)} is not one of "
+                                  "its CONSTANTS or not a number")
+            lines.append(f"{key} = {_literal(value)}")
     return lines
 
 
@@ -756,17 +655,20 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
     """
     body, w, name, params = kernel_body(plan, spills, trips)
     signature = _signature(plan.program, params, w.array_params)
-    kind = (plan.workload or {}).get("kind")
+    harness = harness_for(plan)
+    if harness is not None and name in harness.names:
+        raise KernelError(f"kernel name {name!r} is a name the {harness.name} harness binds; rename the kernel")
     header = ('"""A RegTune kernel (the plan, its program and budget: ALLOCATOR, KERNEL and MAX_REGISTERS below).\n\n'
               "Generated from a RegTune plan. It realizes the plan's instruction order, tiling and register\n"
               "cap; ptxas allocates registers again, so the plan's register names are not what the GPU gets.\n"
               + ("Planned spill code is kept: stores go to spill_*[SLOT], reloads read spill_*[SLOT + spill_zero]\n"
                  "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
               + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
+    constants = _constants(plan, w, params, signature, harness, trips)
     parts = [header, "import math\nimport sys\n\nimport numpy as np\nfrom numba import config, cuda, "
-             "float32, int32, int64, uint64\nfrom numba.types import float16\n", "\n".join(_constants(plan, w, name, params, signature, trips)) + "\n",
-             _HELPERS, "\n\n" + body, {"gemm": _GEMM, "mha": _MHA}.get(kind, ""),
-             _MAIN.format(name=name) if kind in ("gemm", "mha") else ""]
+             "float32, int32, int64, uint64\nfrom numba.types import float16\n", "\n".join(constants) + "\n",
+             _HELPERS, "\n\n" + body, "\n\n" + harness.text if harness else "",
+             _MAIN.format(name=name) if harness else ""]
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
                         w.stores, w.loads, plan.budget, body)
 
@@ -775,7 +677,7 @@ def _module_names() -> set:
     """Every name the generated module binds at its top level (helpers, constants, imports): the kernel
     function's name must be none of them (nor a name its body reads)."""
     names = set(_RESERVED)
-    statements = [node for t in (_HELPERS, _GEMM, _MHA, _MAIN.format(name="kernel_function"))
+    statements = [node for t in (_HELPERS, _MAIN.format(name="kernel_function"), *(h.text for h in HARNESSES.values()))
                   for node in ast.parse(t).body]
     while statements:
         node = statements.pop()
@@ -791,6 +693,7 @@ def _module_names() -> set:
                   "THREADS_PER_BLOCK", "M", "N", "K", "MATRICES_PER_BLOCK", "TOLERANCE", "HEADS", "GROUPS",
                   "HEAD_DIM", "SEQ_LEN", "TPR", "BC", "TRIPS", "sys", "np", "math", "config", "cuda",
                   "float32", "int32", "int64", "uint64"))
+    names.update(n for h in HARNESSES.values() for n in h.constant_names)
     return names
 
 

@@ -18,6 +18,7 @@ import threading
 
 from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source, loop_trips
+from kernels.harness import harness_for
 
 SIMULATOR_TIMEOUT_S = 600
 GPU_TIMEOUT_S = 300
@@ -102,9 +103,11 @@ def stop_workers() -> int:
 
 
 def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, dict]:
-    """The kernel as the simulator runs it: MHA loops shortened to ``SIMULATOR_TRIPS`` trips, nothing else changed."""
+    """The kernel as the simulator runs it: loops shortened to ``SIMULATOR_TRIPS`` trips where the workload's
+    harness asks for it (MHA), nothing else changed."""
     trips = None
-    if (plan.workload or {}).get("kind") == "mha":
+    harness = harness_for(plan)
+    if harness is not None and harness.simulator_scope is not None:
         trips = {label: min(n, SIMULATOR_TRIPS) for label, n in loop_trips(plan.program).items()}
     return kernel_source(plan, spills, trips), trips or {}
 
@@ -117,8 +120,7 @@ def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOU
     if trips:
         full = loop_trips(plan.program)
         result["trips"] = trips
-        result["scope"] = (f"query tile 0 of K/V head 0, batch 0; {SIMULATOR_TRIPS} K/V tiles per loop "
-                           f"(the kernel runs {max(full.values())})")
+        result["scope"] = harness_for(plan).simulator_scope(SIMULATOR_TRIPS, max(full.values()))
     return result
 
 

@@ -36,24 +36,6 @@ def _module(text: str) -> types.ModuleType:
     return module
 
 
-def _gemm_runs(m, request: dict) -> list[dict]:
-    """(inputs, grid) pairs: a batch that leaves the last block partly idle, with beta != 0 and beta == 0."""
-    per_block = m.MATRICES_PER_BLOCK
-    batch = request.get("batch") or max(2, 2 * per_block - 1)
-    return [{"inputs": m.make_inputs(batch, request.get("seed", 0), beta=0.5), "grid": m.grid(batch)},
-            {"inputs": m.make_inputs(per_block, request.get("seed", 0) + 1, beta=0.0), "grid": m.grid(per_block)}]
-
-
-def _mha_runs(m, request: dict) -> list[dict]:
-    heads = m.GROUPS if request.get("mode") == "simulator" else m.HEADS
-    batch = request.get("batch") or 1
-    inputs = m.make_inputs(batch, request.get("seed", 0), heads=heads)
-    tiles = request.get("query_tiles") or 1
-    grid = m.grid(batch, tiles, heads // m.GROUPS)
-    return [{"inputs": inputs, "grid": grid,
-             "blocks": [(t, h, b) for t in range(tiles) for h in range(heads // m.GROUPS) for b in range(batch)]}]
-
-
 def _launch(m, kernel, run: dict, cuda):
     inputs = run["inputs"]
     arrays = {name: cuda.to_device(inputs[name]) for name in m.ARRAYS}
@@ -86,15 +68,15 @@ def _time(kernel, m, run: dict, arrays, cuda, repeats: int) -> list[float]:
     return times
 
 
-def _reference_times(m, batch: int, repeats: int) -> dict:
-    """torch / cupy batched matmul of the same shapes, timed the same way, when installed."""
+def _reference_times(shapes, repeats: int) -> dict:
+    """torch / cupy batched matmul of A and B of ``shapes``, timed like the kernel, when installed."""
     found = {}
     try:
         import torch
 
         if torch.cuda.is_available():
-            a = torch.rand(batch, m.M, m.K, device="cuda")
-            b = torch.rand(batch, m.K, m.N, device="cuda")
+            a = torch.rand(*shapes[0], device="cuda")
+            b = torch.rand(*shapes[1], device="cuda")
             for _ in range(3):
                 torch.bmm(a, b)
             torch.cuda.synchronize()
@@ -112,8 +94,8 @@ def _reference_times(m, batch: int, repeats: int) -> dict:
     try:
         import cupy
 
-        a = cupy.random.rand(batch, m.M, m.K, dtype=cupy.float32)
-        b = cupy.random.rand(batch, m.K, m.N, dtype=cupy.float32)
+        a = cupy.random.rand(*shapes[0], dtype=cupy.float32)
+        b = cupy.random.rand(*shapes[1], dtype=cupy.float32)
         for _ in range(3):
             cupy.matmul(a, b)
         cupy.cuda.Device().synchronize()
@@ -140,7 +122,7 @@ def simulate(request: dict) -> dict:
     sys.setswitchinterval(request.get("switch_interval", SIMULATOR_SWITCH_INTERVAL_S))
 
     m = _module(request["source"])
-    runs = _gemm_runs(m, request) if m.WORKLOAD["kind"] == "gemm" else _mha_runs(m, request)
+    runs = m.simulator_runs(request)   # the workload's harness (kernels/harness) says which runs check it
     errors, oks = [], []
     t = time.perf_counter()
     for run in runs:
@@ -159,14 +141,8 @@ def gpu(request: dict) -> dict:
         return {"error": "no CUDA device"}
     m = _module(request["source"])
     kernel = m.kernel(request.get("max_registers"))
-    if m.WORKLOAD["kind"] == "gemm":
-        batch = request.get("batch") or 65536
-        run = {"inputs": m.make_inputs(batch, request.get("seed", 0)), "grid": m.grid(batch)}
-    else:
-        batch = request.get("batch") or m.WORKLOAD.get("batch", 1)
-        inputs = m.make_inputs(batch, request.get("seed", 0))
-        run = {"inputs": inputs, "grid": m.grid(batch),
-               "blocks": [(0, 0, 0), (m.SEQ_LEN // m.ROWS_PER_BLOCK - 1, m.HEADS // m.GROUPS - 1, batch - 1)]}
+    run = m.gpu_run(request)   # the workload's harness (kernels/harness)
+    batch = run["batch"]
     output, arrays = _launch(m, kernel, run, cuda)
     error, ok = _check(m, run, output)
     repeats = request.get("repeats", 20)
@@ -176,8 +152,8 @@ def gpu(request: dict) -> dict:
               if isinstance(device.name, bytes) else str(device.name), "median_ms": statistics.median(times),
               "repeats": repeats, "batch": batch, "registers": kernel.get_regs_per_thread(),
               "local_bytes": kernel.get_local_mem_per_thread()}
-    if m.WORKLOAD["kind"] == "gemm":
-        result["reference_ms"] = _reference_times(m, batch, repeats)
+    if hasattr(m, "reference_shapes"):
+        result["reference_ms"] = _reference_times(m.reference_shapes(batch), repeats)
     return result
 
 

@@ -1,37 +1,138 @@
-"""Workloads: the GEMM and MHA config spaces and their per-thread programs.
+"""Workloads, registered by name behind one interface: GEMM, MHA, and a program read from a file.
 
-Invariant: a workload and its options determine the program completely
-(same inputs, same text), and value names are derived from the workload
-(``a_i_k``, ``b_k_j``, ``acc_i_j``, ``q_g_d``, ``o_g_d``, ``m_g``, ``l_g``), so a
-hand edit keyed by name survives rebuilding the program. A workload read
-from a file passes :func:`check_workload` first: every field typed and
-inside the config space, so nothing a file says reaches generated code as
-text.
+Invariant: every workload is an object in :data:`WORKLOADS` that satisfies
+:class:`Workload`, registered under its ``name``, which is also the
+``kind`` a plan file's ``workload`` names; a name is checked
+(:func:`workload_named`, :func:`check_workload`) before any work, and no
+code outside a workload's own modules asks which workload it has. A
+workload and its options determine the program completely (same inputs,
+same text), and value names are derived from the workload (``a_i_k``,
+``b_k_j``, ``acc_i_j``, ``q_g_d``, ``o_g_d``, ``m_g``, ``l_g``), so a hand edit
+keyed by name survives rebuilding the program. A workload read from a file
+passes :func:`check_workload` first: every field typed and inside the
+config space, so nothing a file says reaches generated code as text.
+
+The ``program`` workload (:mod:`engine.workloads.program`) is a plan made
+from an IR file: it has no config space, no command-line flags and no
+kernel harness; the command line reaches it with a file path where the
+others take their name.
+
+Examples
+--------
+>>> sorted(WORKLOADS)
+['gemm', 'mha', 'program']
+>>> w = workload_named("gemm")
+>>> program, options = w.build(w.from_dict({"kind": "gemm", "m": 2, "n": 2, "k": 2}, "example"), {"tile": [2, 2]})
+>>> program.name, options["threads_per_block"]
+('gemm_m2n2k2_t2x2_k_outer', 128)
+>>> workload_named("conv")
+Traceback (most recent call last):
+...
+engine.errors.RegtuneError: unknown workload 'conv' (known: gemm, mha, program)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
 from engine import fields
-from engine.errors import PlanError
-from engine.ir import is_name
+from engine.errors import RegtuneError
+from engine.ir import Program
 
 
-def _program_workload(data: dict, options: dict, where: str, owhere: str) -> tuple[dict, dict]:
-    """A plan made from a program file: the kernel's name and the file it came from."""
-    from engine.arch import ARCHS
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag a workload adds (the command line turns it into an argparse argument).
 
-    fields.exact_keys(data, ("kind", "name", "source"), where, required=("kind",))
-    out = {"kind": "program"}
-    if "name" in data:
-        value = data["name"]
-        if not isinstance(value, str) or not is_name(value):
-            raise PlanError(f"{where}: field 'name' must be a kernel name, got {fields.excerpt(value)}")
-        out["name"] = value
-    if "source" in data:
-        out["source"] = fields.text(data, "source", where)
-    fields.exact_keys(options, ("arch",), owhere)
-    opts = {"arch": fields.choice(options, "arch", owhere, ARCHS)} if "arch" in options else {}
-    return out, opts
+    Attributes
+    ----------
+    name : the flag as typed (``--head-dim``)
+    dest : the key its value has in the values :meth:`Workload.from_flags` reads (``head_dim``)
+    type : ``int``, or None for text
+    default : the value when the flag is absent
+    help : the line ``--help`` prints, argparse's ``%`` escapes included
+    required : whether the workload needs it (a missing one is named in one line)
+    switch : a flag without a value (``store_true``)
+    """
+
+    name: str
+    dest: str
+    type: type | None = None
+    default: object = None
+    help: str | None = None
+    required: bool = False
+    switch: bool = False
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """What a workload provides; ``config`` is the workload's own frozen dataclass (``Gemm``, ``Mha``).
+
+    Attributes
+    ----------
+    name : the registry key and a plan file's ``kind``
+    title : the heading of its flags in ``--help``
+    flags : the flags it adds to the commands that build a program (empty: none)
+    example : the config shown first (the window's default, error messages); None without a config space
+    """
+
+    name: str
+    title: str
+    flags: tuple
+    example: object
+
+    def from_dict(self, data: dict, where: str):
+        """The config a plan file's ``workload`` names, every field checked; one-line PlanError naming ``where``."""
+
+    def to_dict(self, config) -> dict:
+        """The config as a plan file's JSON-ready ``workload`` (``kind`` first)."""
+
+    def configs(self) -> list:
+        """Every config of its space, in a fixed order (empty: no config space)."""
+
+    def build(self, config, options: dict) -> tuple[Program, dict]:
+        """The per-thread program and the options to store with its plans, from the session's or the
+        command line's ``options`` (``budget`` and whatever of the workload's own keys are present)."""
+
+    def label(self, config) -> str:
+        """One line naming the config, starting with :attr:`name` (pickers, titles, status lines)."""
+
+    def parse_label(self, words: list):
+        """The config a label's words after the name spell; ValueError, IndexError or KeyError if none."""
+
+    def check_options(self, config, options: dict, where: str) -> dict:
+        """A plan file's ``options`` for ``config``, every field checked; one-line PlanError naming ``where``."""
+
+    def from_flags(self, values: dict) -> tuple[object, dict]:
+        """The config and build options the command line's flag ``values`` (keyed by ``Flag.dest``) ask for."""
+
+
+#: name -> workload (see :class:`Workload`); registration order is the order of ``--help`` and pickers
+WORKLOADS: dict[str, Workload] = {}
+
+
+def register(workload: Workload) -> Workload:
+    """Add ``workload`` to :data:`WORKLOADS` under its name; a taken name or a missing method is refused."""
+    if not isinstance(workload, Workload):
+        raise RegtuneError(f"workload {getattr(workload, 'name', workload)!r} lacks part of the Workload protocol")
+    if workload.name in WORKLOADS:
+        raise RegtuneError(f"a workload named {workload.name!r} is registered already")
+    WORKLOADS[workload.name] = workload
+    return workload
+
+
+def unregister(name: str) -> None:
+    """Remove the workload ``name`` (a test's own workload, when the test ends)."""
+    workload_named(name)
+    del WORKLOADS[name]
+
+
+def workload_named(name) -> Workload:
+    """The registered workload ``name``; a one-line error naming the known ones otherwise."""
+    if not isinstance(name, str) or name not in WORKLOADS:
+        raise RegtuneError(f"unknown workload {fields.excerpt(name)} (known: {', '.join(sorted(WORKLOADS))})")
+    return WORKLOADS[name]
 
 
 def check_workload(workload: dict, options: dict, source: str) -> tuple[dict, dict]:
@@ -46,14 +147,70 @@ def check_workload(workload: dict, options: dict, source: str) -> tuple[dict, di
     ...
     engine.errors.PlanError: p.json: workload: field 'kind' must be one of gemm, mha, program, got 'conv'
     """
-    from engine.workloads import gemm, mha
-
     where, owhere = f"{source}: workload", f"{source}: options"
     if not workload:
-        return {}, _program_workload({"kind": "program"}, options, where, owhere)[1]
-    kind = fields.choice(workload, "kind", where, ("gemm", "mha", "program"))
-    if kind == "program":
-        return _program_workload(workload, options, where, owhere)
-    module, cls = (gemm, gemm.Gemm) if kind == "gemm" else (mha, mha.Mha)
-    w = cls.from_dict(workload, where)
-    return w.as_dict(), module.check_options(w, options, owhere)
+        program = WORKLOADS["program"]
+        return {}, program.check_options(program.from_dict({"kind": "program"}, where), options, owhere)
+    w = WORKLOADS[fields.choice(workload, "kind", where, sorted(WORKLOADS))]
+    config = w.from_dict(workload, where)
+    return w.to_dict(config), w.check_options(config, options, owhere)
+
+
+def build_workload(workload: dict, options: dict) -> tuple[Program, dict, dict]:
+    """The program of a workload dict (kind checked by name first), the checked workload and the build options.
+
+    Examples
+    --------
+    >>> program, workload, built = build_workload({"kind": "gemm", "m": 2, "n": 2, "k": 2}, {"tile": [1, 2]})
+    >>> workload, built["tile"]
+    ({'kind': 'gemm', 'm': 2, 'n': 2, 'k': 2, 'dtype': 'f32'}, [1, 2])
+    """
+    w = workload_named(workload.get("kind"))
+    config = w.from_dict(workload, "workload")
+    program, built = w.build(config, options)
+    return program, w.to_dict(config), built
+
+
+def config_label(workload: dict) -> str:
+    """One line naming a workload dict (a plan's or the session's; empty: a program).
+
+    Examples
+    --------
+    >>> config_label({"kind": "gemm", "m": 8, "n": 4, "k": 2})
+    'gemm 8x4x2'
+    >>> config_label({})
+    'program'
+    """
+    w = workload_named(workload.get("kind", "program"))
+    return w.label(w.from_dict({"kind": w.name, **workload}, "workload"))
+
+
+def parse_config_label(text: str) -> dict:
+    """The workload dict a label spells (the inverse of :func:`config_label` for workloads with configs).
+
+    Examples
+    --------
+    >>> parse_config_label("gemm 2x3x4")
+    {'kind': 'gemm', 'm': 2, 'n': 3, 'k': 4, 'dtype': 'f32'}
+    >>> parse_config_label("gemm 2x3")
+    Traceback (most recent call last):
+    ...
+    engine.errors.RegtuneError: not a config: 'gemm 2x3' (write e.g. 'gemm 8x8x8' or 'mha heads 32 batch 64 head_dim 64 groups 4')
+    """
+    words = text.split()
+    w = WORKLOADS.get(words[0]) if words else None
+    try:
+        if w is not None:
+            return w.to_dict(w.parse_label(words[1:]))
+    except (IndexError, KeyError, ValueError):
+        pass
+    shown = " or ".join(f"'{w.label(w.example)}'" for w in WORKLOADS.values() if w.example is not None)
+    raise RegtuneError(f"not a config: {text!r} (write e.g. {shown})")
+
+
+def all_config_labels() -> list[str]:
+    """The label of every config of every workload, in registration order (the window's picker)."""
+    return [w.label(c) for w in WORKLOADS.values() for c in w.configs()]
+
+
+from engine.workloads import gemm, mha, program  # noqa: E402,F401  (registration)

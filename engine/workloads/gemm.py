@@ -10,6 +10,7 @@ alpha/beta epilogue, which loads C only when beta is not 0.
 Invariant: for one tile, MAXLIVE(load-all-first) >= MAXLIVE(k-outer) >=
 MAXLIVE(dot): loading everything first keeps every fragment live, k-outer
 keeps one column of A and one row of B, dot keeps one pair of elements.
+The module registers :class:`GemmWorkload` as workload ``gemm``.
 
 Examples
 --------
@@ -29,6 +30,7 @@ from engine import fields
 from engine.errors import PlanError, RegtuneError
 from engine.ir import Program
 from engine.liveness import analyze
+from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
 
 SIZES = range(2, 17)
@@ -291,3 +293,79 @@ def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, budget: int
     options = {"tile": list(tile), "schedule": schedule, "threads_per_block": threads_per_block(w, tile),
                "matrices_per_block": matrices_per_block(w, tile)}
     return program, options
+
+
+def parse_sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | None:
+    """``AxB`` / ``AxBxC`` with ``count`` ASCII integers in ``lo..hi``; None for anything else.
+
+    Examples
+    --------
+    >>> parse_sizes("8x4X2", 3, 2, 16), parse_sizes("8x1x2", 3, 2, 16)
+    ((8, 4, 2), None)
+    """
+    parts = [p.strip() for p in text.lower().split("x")]
+    if len(parts) != count or not all(fields.digits(p) and lo <= int(p) <= hi for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def parse_tile(text: str) -> tuple[int, int]:
+    """``--tile TMxTN`` as a tile; a one-line error naming the text otherwise."""
+    tile = parse_sizes(text, 2, 1, 16)
+    if tile is None:
+        raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
+                           f"got {fields.excerpt(text)}")
+    return tile
+
+
+class GemmWorkload:
+    """GEMM in the workload registry (:class:`engine.workloads.Workload`); build options: ``tile``,
+    ``schedule``, ``budget``, ``headroom``.
+
+    Examples
+    --------
+    >>> w = GemmWorkload()
+    >>> w.label(w.parse_label(["4x2x8"]))
+    'gemm 4x2x8'
+    >>> w.from_flags({"m": 4, "n": 2, "k": 8, "tile": "2x2", "schedule": "dot"})
+    (Gemm(m=4, n=2, k=8), {'tile': (2, 2), 'schedule': 'dot'})
+    """
+
+    name = "gemm"
+    title = "GEMM (source 'gemm')"
+    example = Gemm(8, 8, 8)
+    flags = (Flag("--m", "m", int, required=True), Flag("--n", "n", int, required=True),
+             Flag("--k", "k", int, required=True),
+             Flag("--tile", "tile", help="TMxTN, e.g. 4x4 (default: the largest that keeps 25%% headroom)"),
+             Flag("--schedule", "schedule", default=DEFAULT_SCHEDULE, help=f"one of: {', '.join(SCHEDULES)}"))
+
+    def from_dict(self, data: dict, where: str) -> Gemm:
+        return Gemm.from_dict(data, where)
+
+    def to_dict(self, config: Gemm) -> dict:
+        return config.as_dict()
+
+    def configs(self) -> list[Gemm]:
+        return gemm_configs()
+
+    def build(self, config: Gemm, options: dict) -> tuple[Program, dict]:
+        tile = tuple(options["tile"]) if options.get("tile") else None
+        return build_gemm(config, tile, options.get("schedule", DEFAULT_SCHEDULE), int(options.get("budget", 255)),
+                          float(options.get("headroom", HEADROOM)))
+
+    def label(self, config: Gemm) -> str:
+        return f"gemm {config.m}x{config.n}x{config.k}"
+
+    def parse_label(self, words: list) -> Gemm:
+        m, n, k = (int(x) for x in words[0].split("x"))
+        return Gemm(m, n, k)
+
+    def check_options(self, config: Gemm, options: dict, where: str) -> dict:
+        return check_options(config, options, where)
+
+    def from_flags(self, values: dict) -> tuple[Gemm, dict]:
+        tile = parse_tile(values["tile"]) if values.get("tile") else None
+        return Gemm(values["m"], values["n"], values["k"]), {"tile": tile, "schedule": values["schedule"]}
+
+
+register(GemmWorkload())

@@ -16,7 +16,8 @@ softmax (running max, exp, running sum, rescale) and the P*V accumulation.
 A thread serves every query head of its group against the K/V rows it
 loaded once, so pressure grows with the group size. The batch size only
 changes the grid; the head count changes index constants, not the
-program's shape.
+program's shape. The module registers :class:`MhaWorkload` as workload
+``mha``.
 
 Invariant: strategies are named transforms (see :data:`STRATEGIES`), each
 changing exactly what its docstring says; one with no effect on a config's
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from engine import fields
 from engine.errors import PlanError, RegtuneError
 from engine.ir import Program
+from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
 
 HEADS = (16, 32, 40, 64, 96, 128)
@@ -413,3 +415,58 @@ def build_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = Fa
     options = {"strategies": list(strategies), "bc": bc, "projection": projection, "tpr": tpr,
                "elements": w.head_dim // tpr, "trips": window // bc, "threads_per_block": THREADS_PER_BLOCK}
     return program, options
+
+
+class MhaWorkload:
+    """MHA in the workload registry (:class:`engine.workloads.Workload`); build options: ``strategies``,
+    ``bc``, ``projection``.
+
+    Examples
+    --------
+    >>> w = MhaWorkload()
+    >>> w.label(w.example)
+    'mha heads 32 batch 64 head_dim 64 groups 4'
+    >>> w.parse_label("heads 16 batch 1 head_dim 32 groups 2".split())
+    Mha(heads=16, batch=1, head_dim=32, groups=2, seq_len=2048)
+    """
+
+    name = "mha"
+    title = f"MHA (source 'mha', seq_len {SEQ_LEN})"
+    example = Mha(heads=32, batch=64, head_dim=64, groups=4)
+    flags = (Flag("--heads", "heads", int, required=True), Flag("--batch", "batch", int, required=True),
+             Flag("--head-dim", "head_dim", int, required=True), Flag("--groups", "groups", int, required=True),
+             Flag("--strategies", "strategies", help=f"comma-separated: {', '.join(STRATEGIES)}"),
+             Flag("--bc", "bc", int, DEFAULT_BC, help="keys per K/V tile"),
+             Flag("--projection", "projection", switch=True, help="the Q/K/V projection phase instead"))
+
+    def from_dict(self, data: dict, where: str) -> Mha:
+        return Mha.from_dict(data, where)
+
+    def to_dict(self, config: Mha) -> dict:
+        return config.as_dict()
+
+    def configs(self) -> list[Mha]:
+        return mha_configs()
+
+    def build(self, config: Mha, options: dict) -> tuple[Program, dict]:
+        return build_mha(config, tuple(options.get("strategies") or ()), int(options.get("bc", DEFAULT_BC)),
+                         bool(options.get("projection", False)))
+
+    def label(self, config: Mha) -> str:
+        return f"mha heads {config.heads} batch {config.batch} head_dim {config.head_dim} groups {config.groups}"
+
+    def parse_label(self, words: list) -> Mha:
+        values = dict(zip(words[0::2], (int(x) for x in words[1::2])))
+        return Mha(values["heads"], values["batch"], values["head_dim"], values["groups"])
+
+    def check_options(self, config: Mha, options: dict, where: str) -> dict:
+        return check_options(config, options, where)
+
+    def from_flags(self, values: dict) -> tuple[Mha, dict]:
+        text = values.get("strategies")
+        strategies = tuple(s.strip() for s in text.split(",") if s.strip()) if text else ()
+        return (Mha(values["heads"], values["batch"], values["head_dim"], values["groups"]),
+                {"strategies": strategies, "bc": values["bc"], "projection": values["projection"]})
+
+
+register(MhaWorkload())

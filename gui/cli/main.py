@@ -24,13 +24,14 @@ from engine.arch import ARCHS, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
 from engine.fields import digits, excerpt
 from engine.limits import CHECK_SECONDS
-from engine.ir import Program, parse, print_program
+from engine.ir import Program, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, read_text, registers_used, write_plan
+from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
 from engine.verify import SEEDS, verify_execution
-from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, gemm_configs
-from engine.workloads.mha import DEFAULT_BC, STRATEGIES, Mha, build_mha, mha_configs
+from engine.workloads import WORKLOADS, workload_named
+from engine.workloads.gemm import Gemm, parse_sizes
+from engine.workloads.program import read
 from gui.cli.kernels import add_kernel_commands
 
 
@@ -49,23 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
 def read_program(path: str) -> Program:
     """Parse a program file, naming the file in every error."""
-    return parse(read_text(path, RegtuneError), path)
-
-
-def _sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | None:
-    """``AxB`` / ``AxBxC`` with ``count`` ASCII integers in ``lo..hi``; None for anything else."""
-    parts = [p.strip() for p in text.lower().split("x")]
-    if len(parts) != count or not all(digits(p) and lo <= int(p) <= hi for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
-
-
-def _tile(text: str) -> tuple[int, int]:
-    tile = _sizes(text, 2, 1, 16)
-    if tile is None:
-        raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
-                           f"got {excerpt(text)}")
-    return tile
+    return read(path)[0]
 
 
 def budget(text: str) -> int:
@@ -96,54 +81,42 @@ def seconds(text: str) -> float:
 
 def gemm_config(text: str) -> dict:
     """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
-    sizes = _sizes(text, 3, 2, 16)
+    sizes = parse_sizes(text, 3, 2, 16)
     if sizes is None:
         raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
     return Gemm(*sizes).as_dict()
 
 
-def _strategies(text: str | None) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip()) if text else ()
-
-
-def _need(args, *names) -> None:
-    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None) is None]
-    if missing:
-        raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
+def _built_from_flags() -> list:
+    """The workloads a command builds from its name and flags (every registered one that has flags)."""
+    return [w for w in WORKLOADS.values() if w.flags]
 
 
 def workload_program(args) -> tuple[Program, dict, dict]:
-    """Program, workload and options from a file path or the words gemm/mha plus flags."""
-    if args.source == "gemm":
-        _need(args, "m", "n", "k")
-        w = Gemm(args.m, args.n, args.k)
-        program, options = build_gemm(w, _tile(args.tile) if args.tile else None, args.schedule, args.budget)
-        return program, w.as_dict(), options
-    if args.source == "mha":
-        _need(args, "heads", "batch", "head_dim", "groups")
-        w = Mha(args.heads, args.batch, args.head_dim, args.groups)
-        program, options = build_mha(w, _strategies(args.strategies), args.bc, args.projection)
-        return program, w.as_dict(), options
-    program = read_program(args.source)
-    return program, {"kind": "program", "name": program.name, "source": args.source}, {}
+    """Program, workload and options from a file path or a workload's name (gemm, mha, ...) plus its flags."""
+    w = WORKLOADS.get(args.source)
+    if w is None or not w.flags:
+        program, config = read(args.source)
+        return program, workload_named("program").to_dict(config), {}
+    values = vars(args)
+    missing = [f.name for f in w.flags if f.required and values.get(f.dest) is None]
+    if missing:
+        raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
+    config, options = w.from_flags(values)
+    program, built = w.build(config, {**options, "budget": args.budget})
+    return program, w.to_dict(config), built
 
 
 def _workload_flags(p) -> None:
-    p.add_argument("source", help="program file in RegTune's IR text form, or 'gemm' / 'mha' with the flags below")
-    g = p.add_argument_group("GEMM (source 'gemm')")
-    g.add_argument("--m", type=int)
-    g.add_argument("--n", type=int)
-    g.add_argument("--k", type=int)
-    g.add_argument("--tile", help="TMxTN, e.g. 4x4 (default: the largest that keeps 25%% headroom)")
-    g.add_argument("--schedule", default="k-outer", help=f"one of: {', '.join(SCHEDULES)}")
-    g = p.add_argument_group("MHA (source 'mha', seq_len 2048)")
-    g.add_argument("--heads", type=int)
-    g.add_argument("--batch", type=int)
-    g.add_argument("--head-dim", dest="head_dim", type=int)
-    g.add_argument("--groups", type=int)
-    g.add_argument("--strategies", help=f"comma-separated: {', '.join(STRATEGIES)}")
-    g.add_argument("--bc", type=int, default=DEFAULT_BC, help="keys per K/V tile")
-    g.add_argument("--projection", action="store_true", help="the Q/K/V projection phase instead")
+    names = " / ".join(f"'{w.name}'" for w in _built_from_flags())
+    p.add_argument("source", help=f"program file in RegTune's IR text form, or {names} with the flags below")
+    for w in _built_from_flags():
+        g = p.add_argument_group(w.title)
+        for f in w.flags:
+            if f.switch:
+                g.add_argument(f.name, dest=f.dest, action="store_true", help=f.help)
+            else:
+                g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
 
 
 def analysis_summary(program: Program) -> dict:
@@ -242,14 +215,15 @@ def cmd_check(args) -> int:
 
 
 def cmd_configs(args) -> int:
-    configs = gemm_configs() if args.space == "gemm" else mha_configs()
+    w = workload_named(args.space)
+    configs = [w.to_dict(c) for c in w.configs()]
     if args.count:
         print(len(configs))
     elif args.json:
-        print(json.dumps([c.as_dict() for c in configs]))
+        print(json.dumps(configs))
     else:
         for c in configs:
-            print(" ".join(f"{k}={v}" for k, v in c.as_dict().items() if k not in ("kind", "dtype")))
+            print(" ".join(f"{k}={v}" for k, v in c.items() if k not in ("kind", "dtype")))
     return 0
 
 
@@ -291,8 +265,10 @@ def cmd_report(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="regtune", description="Register allocation workbench for GPU kernels.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
-    p = sub.add_parser("configs", help="list a config space (gemm: 3,375; mha: 1,512)")
-    p.add_argument("space", choices=["gemm", "mha"])
+    spaces = {name: len(w.configs()) for name, w in WORKLOADS.items() if w.example is not None}
+    p = sub.add_parser("configs", help="list a config space ("
+                       + "; ".join(f"{name}: {count:,}" for name, count in spaces.items()) + ")")
+    p.add_argument("space", choices=list(spaces))
     p.add_argument("--count", action="store_true", help="print only the number of configs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_configs)

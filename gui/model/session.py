@@ -26,13 +26,13 @@ from engine.errors import RegtuneError
 from engine.jobs import NullProgress, Progress
 from engine.plan import Plan, plan_from_dict, plan_to_dict, read_text, write_text_atomic
 from engine.predict import planned, predict
-from engine.workloads import check_workload
-from engine.workloads.gemm import Gemm, build_gemm
-from engine.workloads.mha import Mha, build_mha
+from engine.workloads import WORKLOADS, check_workload
+from engine.workloads import build_workload as _build
 
 ALLOCATOR_ORDER = ("naive", "linear-scan", "chaitin-briggs", "dsatur")
 SESSION_FORMAT = "regtune-session"
-DEFAULT_WORKLOAD = {"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}
+#: the first registered workload's example (GEMM 8x8x8)
+DEFAULT_WORKLOAD = next(w.to_dict(w.example) for w in WORKLOADS.values() if w.example is not None)
 DEFAULT_OPTIONS = {"arch": "sm_80", "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
                    "strategies": [], "bc": 16}
 
@@ -72,19 +72,9 @@ def session_options(options, source: str) -> dict:
 
 
 def build_workload(workload: dict, options: dict):
-    """The program and its options for a workload (GEMM m,n,k or MHA heads,batch,head_dim,groups)."""
-    budget = int(options.get("budget", 255))
-    if workload["kind"] == "gemm":
-        w = Gemm(workload["m"], workload["n"], workload["k"])
-        tile = tuple(options["tile"]) if options.get("tile") else None
-        program, built = build_gemm(w, tile, options.get("schedule", "k-outer"), budget,
-                                    float(options.get("headroom", 0.25)))
-        return program, w.as_dict(), built
-    if workload["kind"] == "mha":
-        w = Mha(workload["heads"], workload["batch"], workload["head_dim"], workload["groups"])
-        program, built = build_mha(w, tuple(options.get("strategies") or ()), int(options.get("bc", 16)))
-        return program, w.as_dict(), built
-    raise RegtuneError(f"unknown workload kind {workload.get('kind')!r} (gemm or mha)")
+    """The program, the checked workload and the build options of a workload dict and the session's options
+    (the workload's kind is checked by name first, see :func:`engine.workloads.build_workload`)."""
+    return _build(workload, options)
 
 
 def allocate_all(workload: dict, options: dict, progress: Progress | None = None) -> dict:

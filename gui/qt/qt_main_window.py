@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
+from engine.workloads import workload_named
 from gui.model import notifications
 from gui.qt.qt_commands import PlansCommand, WorkloadCommand, push_edit
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
@@ -441,7 +442,7 @@ class QtMainWindow(QMainWindow):
                    "budget": plan.budget}
         name = Path(path).stem
         self.stack.push(WorkloadCommand(self.doc, f"open {Path(path).name}", workload, options, {name: plan}))
-        if workload.get("kind") in ("gemm", "mha"):
+        if workload_named(workload["kind"]).example is not None:   # a config space: the allocators rebuild it
             self.jobs.start("allocate", _allocate_job, (workload, options),
                             on_done=lambda plans: self._add_allocator_plans(plans, name), on_error=self._job_failed)
         return True

@@ -20,8 +20,8 @@ def KERNEL_FUNCTION(*args):  # noqa: N802 - the placeholder codegen replaces by 
 
 
 #: stand-ins for the generated module's constants and harness (never embedded)
-SIGNATURE, MAX_REGISTERS, WORKLOAD, ARRAYS, OUTPUT, TOLERANCE, DEFAULT_BATCH, GROUPS = "void()", 255, {}, (), "", 0.0, 1, 1
-make_inputs = grid = launch_args = check = None
+SIGNATURE, MAX_REGISTERS, WORKLOAD, ARRAYS, OUTPUT, TOLERANCE = "void()", 255, {}, (), "", 0.0
+main_run = launch_args = check = None
 
 # -- template --
 
@@ -34,8 +34,7 @@ def kernel(max_registers=None):
 
 
 if __name__ == "__main__":
-    inputs = make_inputs(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else make_inputs(1, heads=GROUPS)
-    blocks, threads = grid(DEFAULT_BATCH) if WORKLOAD["kind"] == "gemm" else grid(1, 1, 1)
+    inputs, (blocks, threads) = main_run()
     arrays = {name: cuda.to_device(inputs[name]) for name in ARRAYS}
     kernel()[blocks, threads](*launch_args(inputs, arrays))
     cuda.synchronize()

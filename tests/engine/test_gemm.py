@@ -64,3 +64,14 @@ def test_names_follow_the_workload_and_c_is_loaded_only_when_beta_is_not_zero():
 def test_bad_workloads_are_named(args, message):
     with pytest.raises(RegtuneError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build_gemm(*args)
+
+
+def test_the_registered_workload_builds_what_build_gemm_builds():
+    from engine.workloads import workload_named
+
+    w = workload_named("gemm")
+    config, options = w.from_flags({"m": 8, "n": 4, "k": 3, "tile": "2x4", "schedule": "dot"})
+    assert w.build(config, {**options, "budget": 64}) == build_gemm(Gemm(8, 4, 3), (2, 4), "dot", 64)
+    assert w.build(Gemm(8, 8, 8), {"budget": 64, "headroom": 0.5}) == build_gemm(Gemm(8, 8, 8), budget=64, headroom=0.5)
+    with pytest.raises(RegtuneError, match="--tile must be TMxTN"):
+        w.from_flags({"m": 8, "n": 4, "k": 3, "tile": "2y4", "schedule": "dot"})

@@ -75,3 +75,14 @@ def test_strategy_effects_are_what_their_docstrings_say():
 def test_bad_workloads_are_named(w, kw, message):
     with pytest.raises(RegtuneError, match=message):
         build_mha(w, **kw)
+
+
+def test_the_registered_workload_builds_what_build_mha_builds():
+    from engine.workloads import workload_named
+
+    w = workload_named("mha")
+    config, options = w.from_flags({"heads": 16, "batch": 1, "head_dim": 32, "groups": 2,
+                                    "strategies": "fp16-softmax, head-shared", "bc": 4, "projection": False})
+    assert options["strategies"] == ("fp16-softmax", "head-shared")
+    assert w.build(config, options) == build_mha(Mha(16, 1, 32, 2), ("fp16-softmax", "head-shared"), 4)
+    assert w.build(config, {"projection": True}) == build_mha(Mha(16, 1, 32, 2), projection=True)

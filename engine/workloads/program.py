@@ -1,0 +1,90 @@
+"""The ``program`` workload: a plan made from a program file in RegTune's IR text form.
+
+It has no config space, no command-line flags (the command line takes the
+file's path where other workloads take their name) and no kernel harness
+(its kernel module holds the kernel function without inputs or a check).
+
+Invariant: a program workload names at most the kernel (an IR name) and
+the file it came from (a bounded printable string); its plans carry at
+most the ``arch`` option. The module registers :class:`ProgramWorkload`
+as workload ``program``.
+
+Examples
+--------
+>>> w = ProgramWorkload()
+>>> config = w.from_dict({"kind": "program", "name": "axpy"}, "p.json: workload")
+>>> w.to_dict(config), w.label(config)
+({'kind': 'program', 'name': 'axpy'}, 'program axpy')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import fields
+from engine.errors import PlanError, RegtuneError
+from engine.ir import Program, is_name, parse
+from engine.workloads import register
+
+
+@dataclass(frozen=True)
+class ProgramFile:
+    """A program workload: the kernel's name and the file it was read from, each when known."""
+
+    name: str | None = None
+    source: str | None = None
+
+
+def read(path: str) -> tuple[Program, ProgramFile]:
+    """Parse a program file, naming the file in every error; the program and its workload."""
+    from engine.plan import read_text
+
+    program = parse(read_text(path, RegtuneError), path)
+    return program, ProgramFile(program.name, path)
+
+
+class ProgramWorkload:
+    """A program file in the workload registry (:class:`engine.workloads.Workload`)."""
+
+    name = "program"
+    title = "program file"
+    example = None
+    flags = ()
+
+    def from_dict(self, data: dict, where: str) -> ProgramFile:
+        fields.exact_keys(data, ("kind", "name", "source"), where, required=("kind",))
+        name = data.get("name")
+        if "name" in data and (not isinstance(name, str) or not is_name(name)):
+            raise PlanError(f"{where}: field 'name' must be a kernel name, got {fields.excerpt(name)}")
+        return ProgramFile(name, fields.text(data, "source", where) if "source" in data else None)
+
+    def to_dict(self, config: ProgramFile) -> dict:
+        out = {"kind": "program"}
+        out.update({k: v for k, v in (("name", config.name), ("source", config.source)) if v is not None})
+        return out
+
+    def configs(self) -> list:
+        return []
+
+    def build(self, config: ProgramFile, options: dict) -> tuple[Program, dict]:
+        if config.source is None:
+            raise RegtuneError(f"{self.label(config)}: no program file to read it from")
+        return read(config.source)[0], {}
+
+    def label(self, config: ProgramFile) -> str:
+        return f"program {config.name or ''}".rstrip()
+
+    def parse_label(self, words: list):
+        raise ValueError("a program file has no config label")
+
+    def check_options(self, config: ProgramFile, options: dict, where: str) -> dict:
+        from engine.arch import ARCHS
+
+        fields.exact_keys(options, ("arch",), where)
+        return {"arch": fields.choice(options, "arch", where, ARCHS)} if "arch" in options else {}
+
+    def from_flags(self, values: dict) -> tuple[ProgramFile, dict]:
+        return ProgramFile(source=values["source"]), {}
+
+
+register(ProgramWorkload())
