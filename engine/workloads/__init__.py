@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from engine import fields
 from engine.errors import PlanError
+from engine.inputs import GENERIC, InputModel
 from engine.ir import is_name
+
+
+def _kinds() -> dict:
+    """Workload kind -> (module, config class): each module supplies ``check_options`` and ``input_model``."""
+    from engine.workloads import gemm, mha
+
+    return {"gemm": (gemm, gemm.Gemm), "mha": (mha, mha.Mha)}
 
 
 def _program_workload(data: dict, options: dict, where: str, owhere: str) -> tuple[dict, dict]:
@@ -46,14 +54,31 @@ def check_workload(workload: dict, options: dict, source: str) -> tuple[dict, di
     ...
     engine.errors.PlanError: p.json: workload: field 'kind' must be one of gemm, mha, program, got 'conv'
     """
-    from engine.workloads import gemm, mha
-
     where, owhere = f"{source}: workload", f"{source}: options"
     if not workload:
         return {}, _program_workload({"kind": "program"}, options, where, owhere)[1]
     kind = fields.choice(workload, "kind", where, ("gemm", "mha", "program"))
     if kind == "program":
         return _program_workload(workload, options, where, owhere)
-    module, cls = (gemm, gemm.Gemm) if kind == "gemm" else (mha, mha.Mha)
+    module, cls = _kinds()[kind]
     w = cls.from_dict(workload, where)
     return w.as_dict(), module.check_options(w, options, owhere)
+
+
+def input_model(workload: dict, options: dict) -> InputModel:
+    """The input model of a plan's workload and options (as a plan holds them): the workload module's
+    own, or :data:`engine.inputs.GENERIC` for a program file and a plan without a workload.
+
+    Examples
+    --------
+    >>> input_model({}, {}) is GENERIC
+    True
+    >>> [name for name, _, _ in input_model({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {}).ranges]
+    ['%ctaid.x', '%tid.x', 'batch', 'beta']
+    """
+    kind = _kinds().get(workload.get("kind"))
+    if kind is None:
+        return GENERIC
+    module, cls = kind
+    w, options = check_workload(workload, options, "plan")
+    return module.input_model(cls.from_dict(w, "plan: workload"), options)

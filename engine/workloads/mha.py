@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
+from engine.inputs import InputModel
 from engine.ir import Program
 from engine.workloads.writer import ProgramWriter
 
@@ -413,3 +414,18 @@ def build_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = Fa
     options = {"strategies": list(strategies), "bc": bc, "projection": projection, "tpr": tpr,
                "elements": w.head_dim // tpr, "trips": window // bc, "threads_per_block": THREADS_PER_BLOCK}
     return program, options
+
+
+def input_model(w: Mha, options: dict) -> InputModel:
+    """The inputs a check runs the program on: a thread of a block of :data:`THREADS_PER_BLOCK` anywhere in
+    the grid the config implies (query tiles x K/V heads x batch); pointers at their defaults (see
+    :mod:`engine.inputs`). The program has no guard on its inputs, so every draw runs all of it.
+
+    Examples
+    --------
+    >>> dict((n, (lo, hi)) for n, lo, hi in input_model(Mha(32, 64, 64, 4), {}).ranges)
+    {'%ctaid.x': (0, 255), '%ctaid.y': (0, 7), '%ctaid.z': (0, 63), '%tid.x': (0, 127)}
+    """
+    rows = THREADS_PER_BLOCK // threads_per_row(w.head_dim)
+    return InputModel.of({"%tid.x": (0, THREADS_PER_BLOCK - 1), "%ctaid.x": (0, w.seq_len // rows - 1),
+                          "%ctaid.y": (0, w.heads // w.groups - 1), "%ctaid.z": (0, w.batch - 1)})
