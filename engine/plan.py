@@ -31,12 +31,11 @@ from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError, PlanError, RegtuneError
 from engine.fields import digits, exact_keys, excerpt, is_int
 from engine.gcpause import paused_gc
-from engine.interp import run, run_together
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
 from engine.liveness import analyze
 from engine.spill import spill_loads_and_stores, spill_slot, unspilled
-from engine.verify import SEEDS, static_conflicts
+from engine.verify import deepest_trace, static_conflicts
 
 FORMAT = "regtune-plan"
 VERSION = 1
@@ -92,7 +91,7 @@ def predict(plan: Plan, execute: bool = True) -> dict:
     """The plan's predicted figures (computed, never copied).
 
     With ``execute``, ``spill_*_executed`` count the spill instructions run
-    on seed 0 (see :func:`execution_figures`).
+    on the execution check's deepest input (see :func:`execution_figures`).
     """
     analysis = analyze(plan.program)
     loads, stores = spill_loads_and_stores(plan.program, plan.spills)
@@ -118,19 +117,24 @@ def _banks(plan: Plan) -> dict:
 
 
 def execution_figures(plan: Plan) -> dict:
-    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish.
+    """Spill stores and loads executed on the execution check's deepest input; None and a note where the
+    run cannot finish.
 
-    Spill code adds no branch, so each spill instruction runs as often as
-    its block: the block counts come from the interpreter's run of the
-    program without spill code (shared by every plan of one program, and the
-    path a correct plan takes; a plan that fails verification takes another
-    and its figures say where its spill code would run on the correct path).
+    The input is the check's seed whose run goes furthest into the kernel's
+    body (:func:`engine.verify.deepest_trace`, inputs drawn from the plan's
+    workload, :func:`engine.workloads.input_model`). Spill code adds no
+    branch, so each spill instruction runs as often as its block: the block
+    counts come from the interpreter's run of the program without spill code
+    (shared by every plan of one program, and the path a correct plan takes;
+    a plan that fails verification takes another and its figures say where
+    its spill code would run on the correct path).
     """
+    from engine.workloads import input_model
+
     loads, stores = spill_loads_and_stores(plan.program, plan.spills)
     original = unspilled(plan.program, plan.spills)
-    run_together(original, SEEDS)  # the verification seeds at once: a check later finds them memoized
     try:
-        executed = run(original, 0).executed
+        executed = deepest_trace(original, input_model(plan.workload, plan.options)).executed
     except InterpreterError as exc:
         return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
     visits = [executed[i] if i < len(executed) else 0 for i in original.block_starts]

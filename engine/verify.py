@@ -6,7 +6,12 @@ first one is the same on every run; an empty list means the assignment is
 valid. :func:`verify_execution` runs the program without its spill code on
 virtual registers and the program with it on the assigned physical
 registers and spill slots, and raises unless the store traces agree bit
-for bit.
+for bit; the :class:`ExecutionCheck` it returns says what ran, and
+``verified`` only when every instruction ran on some input and stores were
+compared. The inputs are the seeds :func:`choose_seeds` picks: always the
+given ones, then, while some reachable instruction has not run, the next
+of the candidates 0..CANDIDATES-1 that runs one no earlier seed did (a
+bounded, deterministic search: same program and model, same seeds).
 
 Examples
 --------
@@ -31,8 +36,9 @@ import numpy as np
 
 from engine.errors import TimeLimitError, VerificationError
 from engine.gcpause import paused_gc
-from engine.interp import run, run_together
-from engine.ir import Program
+from engine.inputs import GENERIC, InputModel
+from engine.interp import Trace, run, run_together
+from engine.ir import Program, successors
 from engine.interference import overlapping_pairs
 from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
@@ -145,17 +151,126 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     return sorted(found)
 
 
-#: the random inputs a plan is verified on
+#: the random inputs a plan is always verified on
 SEEDS = (0, 1, 2)
+#: seeds 0..CANDIDATES-1 are the candidates of the search for coverage
+CANDIDATES = 32
+
+
+@dataclass(frozen=True)
+class ExecutionCheck:
+    """What an execution check ran: its seeds, the stores it compared and the instructions it reached.
+
+    Examples
+    --------
+    >>> check = ExecutionCheck((0, 1, 2), 12, 10, 10, None)
+    >>> check.covered, check.verified
+    (True, True)
+    >>> ExecutionCheck((0, 1, 2, 5), 0, 13, 63, 13).verified
+    False
+    """
+
+    seeds: tuple[int, ...]
+    stores: int
+    executed: int
+    instructions: int
+    #: the first instruction no seed reached (None at full coverage)
+    first_missed: int | None
+
+    @property
+    def covered(self) -> bool:
+        """Every instruction of the program ran on at least one seed."""
+        return self.executed == self.instructions
+
+    @property
+    def verified(self) -> bool:
+        """Covered, and stores were compared: the check says something about every instruction."""
+        return self.covered and self.stores > 0
+
+
+def _reachable(program: Program) -> list[int]:
+    """Indices of the instructions in blocks reachable from the first (a guarded branch also falls through)."""
+    succ, starts = successors(program), program.block_starts
+    seen, todo = set(), [0] if program.blocks else []
+    while todo:
+        b = todo.pop()
+        if b not in seen:
+            seen.add(b)
+            last = program.blocks[b].instructions[-1] if program.blocks[b].instructions else None
+            falls = last is not None and last.guard is not None and b + 1 < len(program.blocks)
+            todo.extend(succ[b] + ([b + 1] if falls else []))
+    return [starts[b] + i for b in sorted(seen) for i in range(len(program.blocks[b].instructions))]
+
+
+def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max_steps: int = 2_000_000,
+                 deadline: float | None = None, candidates: int = CANDIDATES) -> tuple[int, ...]:
+    """The seeds a check of ``program`` (without spill code) runs: ``seeds``, then those of the candidates
+    0..candidates-1 that reach an instruction no earlier seed did, until every reachable one ran.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.inputs import InputModel
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %n:i32 = param n\\n"
+    ...           "  %c:pred = setp.lt %n, 2\\n  cbr %c, small, done\\n.block small\\n"
+    ...           "  st.global %pa, 0, %n\\n.block done\\n  exit\\n")
+    >>> seeds = choose_seeds(p, InputModel.of({"n": (1, 4)}))
+    >>> seeds[:3], len(seeds) > 3 or None
+    ((0, 1, 2), True)
+    """
+    key = (program, model, tuple(seeds), max_steps, candidates)
+    if key not in _CHOSEN:
+        _CHOSEN[key] = _search(program, model, tuple(seeds), max_steps, deadline, candidates)
+        _forget_oldest(_CHOSEN)
+    return _CHOSEN[key]
+
+
+def _search(program: Program, model: InputModel, seeds: tuple, max_steps: int, deadline,
+            candidates: int) -> tuple[int, ...]:
+    run_together(program, seeds, None, max_steps, deadline, model)  # the given seeds at once where they agree
+    missing = set(_reachable(program))
+    chosen = []
+    for seed in dict.fromkeys((*seeds, *range(candidates))):
+        if not missing and len(chosen) >= len(seeds):
+            break
+        executed = reference_trace(program, seed, model, max_steps, deadline).executed
+        found = {i for i in missing if executed[i]}
+        if seed in seeds or found:
+            chosen.append(seed)
+            missing -= found
+    return tuple(chosen)
+
+
+def deepest_seed(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000) -> int:
+    """The check's seed whose run of ``program`` (without spill code) takes the most steps, the first such
+    seed: the one that goes furthest into the kernel's body."""
+    seeds = choose_seeds(program, model, SEEDS, max_steps)
+    return max(seeds, key=lambda s: reference_trace(program, s, model, max_steps).steps)
+
+
+def deepest_trace(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000) -> Trace:
+    """The run of :func:`deepest_seed` (read-only)."""
+    return reference_trace(program, deepest_seed(program, model, max_steps), model, max_steps)
+
+
+def _paths(traces: dict) -> list[tuple[int, ...]]:
+    """Seeds grouped by the path their reference runs took (an allocated run that is right takes it too)."""
+    groups: dict = {}
+    for seed, trace in traces.items():
+        groups.setdefault(tuple(trace.executed), []).append(seed)
+    return [tuple(g) for g in groups.values()]
 
 
 @paused_gc
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
-                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> int:
-    """Run original and allocated programs on random inputs; return the stores compared.
+                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS,
+                     model: InputModel = GENERIC, candidates: int = CANDIDATES) -> ExecutionCheck:
+    """Run original and allocated programs on inputs drawn from ``model``; say what the check covered.
 
-    The seeds run in lockstep through each program where their paths agree
-    (see :func:`engine.interp.run_together`), one by one otherwise.
+    The seeds are ``seeds`` and those :func:`choose_seeds` adds for
+    coverage from ``candidates`` (0: none). Seeds that take one path run in
+    lockstep through each program (see :func:`engine.interp.run_together`),
+    one by one otherwise.
 
     Raises
     ------
@@ -168,40 +283,68 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     original = unspilled(program, spills)
     try:
-        run_together(original, seeds, None, max_steps, deadline)
-        run_together(program, seeds, assignment, max_steps, deadline)
-        compared = 0
-        for seed in seeds:
-            want = reference_stores(original, seed, max_steps, deadline)
-            got = run(program, seed, registers=assignment, max_steps=max_steps, deadline=deadline).stores
-            compared += len(want)
-            if got != want:
-                raise VerificationError(_first_difference(seed, want, got))
+        chosen = choose_seeds(original, model, seeds, max_steps, deadline, candidates)
+        want = {seed: reference_trace(original, seed, model, max_steps, deadline) for seed in chosen}
+        for group in _paths(want):
+            run_together(program, group, assignment, max_steps, deadline, model)
+        executed = [_compared(program, seed, assignment, want[seed].stores, max_steps, deadline, model)
+                    for seed in chosen]
     except TimeLimitError as exc:
         raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s ({exc}); "
                              "a program that does not end, or one too long to check: set --time-limit to allow "
                              "more") from None
-    return compared
+    return _coverage(chosen, sum(len(t.stores) for t in want.values()), executed)
 
 
-def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000, deadline: float | None = None) -> list:
-    """Stores of ``program`` on virtual registers (cached: plans of one program share it; the deadline
-    bounds only a run that is not cached yet)."""
-    key = (program, seed, max_steps)
+def _compared(program: Program, seed: int, assignment: dict, want: list, max_steps: int, deadline,
+              model: InputModel) -> list[int]:
+    """The allocated run's executions per instruction; raises unless its stores are ``want``."""
+    got = run(program, seed, assignment, max_steps, deadline, model)
+    if got.stores != want:
+        raise VerificationError(_first_difference(seed, want, got.stores))
+    return got.executed
+
+
+def _coverage(seeds: tuple, stores: int, executed: list) -> ExecutionCheck:
+    """The check's figures from the per-instruction counts of its allocated runs."""
+    n = len(executed[0]) if executed else 0
+    missed = [i for i in range(n) if not any(e[i] for e in executed)]
+    return ExecutionCheck(tuple(seeds), stores, n - len(missed), n, missed[0] if missed else None)
+
+
+def reference_trace(program: Program, seed: int, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+                    deadline: float | None = None) -> Trace:
+    """The run of ``program`` on virtual registers (cached: plans of one program share it; the deadline
+    bounds only a run that is not cached yet). Read-only."""
+    key = (program, seed, model, max_steps)
     if key not in _REFERENCE:
-        _REFERENCE[key] = run(program, seed, max_steps=max_steps, deadline=deadline).stores
-        while len(_REFERENCE) > 32:
-            _REFERENCE.pop(next(iter(_REFERENCE)))
+        _REFERENCE[key] = run(program, seed, max_steps=max_steps, deadline=deadline, model=model)
+        _forget_oldest(_REFERENCE)
     return _REFERENCE[key]
 
 
+def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000, deadline: float | None = None,
+                     model: InputModel = GENERIC) -> list:
+    """Stores of ``program`` on virtual registers (see :func:`reference_trace`)."""
+    return reference_trace(program, seed, model, max_steps, deadline).stores
+
+
+def _forget_oldest(cache: dict) -> None:
+    while len(cache) > _CACHED:
+        cache.pop(next(iter(cache)))
+
+
 def clear_reference_stores() -> None:
-    """Forget the memoized reference stores (benchmarks start each run from a cold cache)."""
+    """Forget the memoized reference runs and seed choices (benchmarks start each run from a cold cache)."""
     _REFERENCE.clear()
+    _CHOSEN.clear()
 
 
-#: the reference stores of the last 32 (program, seed, step limit) runs, oldest first
+_CACHED = 64
+#: the reference runs of the last 64 (program, seed, model, step limit), oldest first
 _REFERENCE: dict = {}
+#: the seeds chosen for the last 64 (program, model, seeds, step limit), oldest first
+_CHOSEN: dict = {}
 
 
 def _first_difference(seed: int, want: list, got: list) -> str:
