@@ -15,11 +15,16 @@ overwrite each other, and a register never written reads as seed-dependent
 garbage.
 
 Semantics: integer arithmetic on the value's bits masked to its width
-(``add``, ``sub``, ``mul``, ``fma``, ``max``, ``mov``, ``cvt``), signed
-comparisons for ``setp.<cmp>``, a mixing hash for every other opcode
-(``exp``, ``rcp``, unknown opaque opcodes). ``shfl`` returns its first
-operand (one thread). A load or store address is the sum of all its
-operands but, for stores, the last one (the stored value).
+(``add``, ``sub``, ``mul``, ``fma``, ``max``, ``mov``, ``cvt``), unsigned
+quotient and remainder for ``div.u*`` and ``rem.u*`` (by zero: all ones and
+the dividend), signed comparisons for ``setp.<cmp>``, a mixing hash for
+every other opcode (``exp``, ``rcp``, unknown opaque opcodes). ``shfl``
+returns its first operand (one thread). A load or store address is the sum
+of all its operands but, for stores, the last one (the stored value).
+``param NAME`` and the special registers (``sreg.tid.x`` and the like, no
+operands) read the run's inputs, drawn per seed from an
+:class:`engine.inputs.InputModel` (default :data:`engine.inputs.GENERIC`):
+pointers, sizes and thread indices in the ranges the model gives.
 
 Examples
 --------
@@ -47,6 +52,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from engine.errors import InterpreterError, TimeLimitError
+from engine.inputs import GENERIC, Input, InputModel
 from engine.ir import Imm, Instruction, Program, Use
 
 MASK32 = 0xFFFFFFFF
@@ -113,6 +119,28 @@ def _max(ops, k, s):
     return max(_signed(x) for x in ops)
 
 
+def _input(ops, k, s):
+    """An input's value (its key is the one read): result 0 is the value, any further result a hash of it."""
+    return ops[0] if not k else mix(ops[0], k)
+
+
+def _div(ops, k, s):
+    return ops[0] // ops[1] if ops[1] else MASK64
+
+
+def _rem(ops, k, s):
+    return ops[0] % ops[1] if ops[1] else ops[0]
+
+
+def input_of(ins: Instruction) -> str | None:
+    """The input an instruction reads: ``param``'s symbol, ``%tid.x`` for ``sreg.tid.x``; None for others."""
+    if ins.opcode == "param" and ins.operands and type(ins.operands[0]) is Imm:
+        return ins.operands[0].text
+    if ins.opcode.startswith("sreg.") and not ins.operands:
+        return "%" + ins.opcode[5:]
+    return None
+
+
 def _compute(ins: Instruction):
     """The function of operand bits an opcode computes (result k of the instruction)."""
     base, _, modifier = ins.opcode.partition(".")
@@ -120,9 +148,12 @@ def _compute(ins: Instruction):
     fn = _FIXED.get((base, n))
     if fn:
         return fn
+    if input_of(ins) is not None:
+        return _input
     if base == "param":
-        tag = _tag(ins.operands[0].text) if ins.operands else 0
-        return lambda ops, k, seed: mix(seed, tag, k)
+        return lambda ops, k, seed: mix(seed, k)
+    if base in ("div", "rem") and n == 2 and modifier.startswith("u"):
+        return _div if base == "div" else _rem
     if base == "add":
         return _add
     if base == "shfl" and n:
@@ -149,8 +180,9 @@ def _kind(ins: Instruction, labels: dict):
     return OP, None
 
 
-def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
-    """Each instruction as (kind, reads, writes, guard key, negated, function, extra), and the constants.
+def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict, tuple]:
+    """Each instruction as (kind, reads, writes, guard key, negated, function, extra), the constants and
+    the inputs (an input is read from the key ``"$name"`` every run starts with).
 
     A read is one register key, or a pair of keys for a 64-bit value; an
     immediate is read from a constant key (``"#bits"``) that every run
@@ -167,8 +199,9 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict]:
     for ins in program.instructions:
         guard = keys[ins.guard][0] if ins.guard is not None else None
         entry = _spill_entry(ins, keys, guard) if ins.opcode in _SPILL_OPCODES else None
-        code.append(entry or state.entry(ins, guard))
-    return code, state.constants
+        name = input_of(ins) if entry is None else None
+        code.append(entry or state.entry(ins, guard, (state.input(ins, name),) if name else None))
+    return code, state.constants, tuple(state.inputs.values())
 
 
 _SPILL_OPCODES = frozenset({"ld.local", "st.local"})
@@ -184,6 +217,16 @@ class _DecodeState:
         self.constants: dict[str, int] = {}
         self.constant_key: dict[str, str] = {}
         self.shapes: dict = {}
+        self.inputs: dict[str, Input] = {}
+        self.pointers = 0
+
+    def input(self, ins: Instruction, name: str) -> str:
+        """The key an input is read from; a 64-bit parameter is the next pointer."""
+        if name not in self.inputs:
+            pointer = ins.opcode == "param" and len(ins.defs) == 1 and ins.defs[0].type == "u64"
+            self.inputs[name] = Input(name, self.pointers if pointer else None)
+            self.pointers += pointer
+        return f"${name}"
 
     def constant(self, text: str) -> str:
         key = self.constant_key.get(text)
@@ -193,9 +236,10 @@ class _DecodeState:
             self.constants[key] = bits
         return key
 
-    def entry(self, ins: Instruction, guard) -> tuple:
+    def entry(self, ins: Instruction, guard, reads: tuple | None = None) -> tuple:
         read_key, keys, defs = self.read_key, self.keys, ins.defs
-        reads = tuple([self.constant(op.text) if type(op) is Imm else read_key[op.name] for op in ins.operands])
+        if reads is None:
+            reads = tuple([self.constant(op.text) if type(op) is Imm else read_key[op.name] for op in ins.operands])
         kind, fn, extra = _shape(ins, self.labels, self.shapes)
         one_word = len(defs) == 1 and defs[0].width < 2
         if kind == OP and self.wide.isdisjoint(ins.uses) and (one_word or all(d.width < 2 for d in defs)):
@@ -287,12 +331,12 @@ class _Run:
     """
 
     def __init__(self, program: Program, prepared: tuple, seeds, registers: dict | None, max_steps: int,
-                 deadline: float | None = None):
+                 deadline: float | None = None, model: InputModel = GENERIC):
         self.program, self.max_steps, self.deadline = program, max_steps, deadline
-        self.code, constants = prepared
+        self.code, constants, inputs = prepared
         self.traces = [Trace(executed=[0] * len(self.code)) for _ in seeds]
-        self.lanes = [({**_initial_env(seed, registers), **constants}, {}, seed, trace.stores)
-                      for seed, trace in zip(seeds, self.traces)]
+        self.lanes = [({**_initial_env(seed, registers), **constants, **_input_env(inputs, model, seed)}, {}, seed,
+                       trace.stores) for seed, trace in zip(seeds, self.traces)]
 
     def execute(self) -> list[Trace]:
         executed = self.traces[0].executed
@@ -418,6 +462,11 @@ def _prepared(program: Program, registers: dict | None) -> tuple:
     return _decode(program, keys)
 
 
+def _input_env(inputs: tuple, model: InputModel, seed: int) -> dict:
+    """Each input's value on ``seed``, under the key the decoded program reads it from."""
+    return {f"${item.name}": model.value(item, seed) for item in inputs}
+
+
 def _initial_env(seed: int, registers: dict | None) -> dict:
     """Nothing for virtual registers; seed-dependent garbage in every physical register."""
     if registers is None:
@@ -427,7 +476,7 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
 
 
 def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000,
-                 deadline: float | None = None) -> list[Trace] | None:
+                 deadline: float | None = None, model: InputModel = GENERIC) -> list[Trace] | None:
     """Run several seeds in lockstep: their traces, in the order of ``seeds``; None where that could not be done.
 
     The traces are exactly those single runs would give. When the seeds
@@ -444,7 +493,8 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
     True
     """
     try:
-        return _Run(program, _prepared(program, registers), tuple(seeds), registers, max_steps, deadline).execute()
+        return _Run(program, _prepared(program, registers), tuple(seeds), registers, max_steps, deadline,
+                    model).execute()
     except TimeLimitError:
         raise
     except (_Diverged, InterpreterError):
@@ -452,7 +502,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
 
 
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
-        deadline: float | None = None) -> Trace:
+        deadline: float | None = None, model: InputModel = GENERIC) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 
     Parameters
@@ -461,6 +511,7 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
         (value name -> register indices) to run on a physical register file.
     max_steps : the run stops with an error after this many instructions.
     deadline : a ``time.monotonic()`` past which the run stops with an error (None: no time limit).
+    model : the ranges the run's inputs (parameters, special registers) are drawn from on ``seed``.
 
     """
-    return _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline).execute()[0]
+    return _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline, model).execute()[0]

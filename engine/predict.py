@@ -29,11 +29,11 @@ import numpy as np
 
 from engine.arch import bank_conflicts, load_arch
 from engine.errors import InterpreterError
-from engine.interp import run
 from engine.ir import Program
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan, registers_used
 from engine.spill import SpillCode, remove_spill_code, spill_code_of
+from engine.verify import ReferenceRuns, deepest_trace
 
 
 def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None) -> dict:
@@ -79,19 +79,27 @@ def _banks(plan: Plan) -> dict:
     return {"bank_conflicts": total, "bank_model": f"{arch.name}: {arch.bank_model.name}"}
 
 
-def execution_figures(plan: Plan, original: Program | None = None, spill_code: SpillCode | None = None) -> dict:
-    """Spill stores and loads executed on seed 0; None and a note where the run cannot finish.
+def execution_figures(plan: Plan, original: Program | None = None, spill_code: SpillCode | None = None,
+                      runs: ReferenceRuns | None = None) -> dict:
+    """Spill stores and loads executed on the execution check's deepest input; None and a note where the
+    run cannot finish.
 
-    Spill code adds no branch, so each spill instruction runs as often as
-    its block: the block counts come from the interpreter's run of the
-    program without spill code (``original``, when the caller has it; the
-    path a correct plan takes; a plan that fails verification takes another
-    and its figures say where its spill code would run on the correct path).
+    The input is the check's seed whose run goes furthest into the kernel's
+    body (:func:`engine.verify.deepest_trace`, inputs drawn from the plan's
+    workload, :func:`engine.workloads.input_model`). Spill code adds no
+    branch, so each spill instruction runs as often as its block: the block
+    counts come from the interpreter's run of the program without spill code
+    (``original``, when the caller has it; the path a correct plan takes; a
+    plan that fails verification takes another and its figures say where
+    its spill code would run on the correct path). ``runs``, the caller's
+    memo of reference runs, lets a later execution check reuse them.
     """
+    from engine.workloads import input_model
+
     code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
     original = original if original is not None else remove_spill_code(plan.program, plan.spills)
     try:
-        executed = run(original, 0).executed
+        executed = deepest_trace(original, input_model(plan.workload, plan.options), runs=runs).executed
     except InterpreterError as exc:
         return {"spill_stores_executed": None, "spill_loads_executed": None, "executed_note": str(exc)}
     visits = [executed[i] if i < len(executed) else 0 for i in original.block_starts]
@@ -106,8 +114,9 @@ def planned(allocation, **fields) -> Plan:
     return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code))
 
 
-def planned_and_run(allocation, **fields) -> Plan:
-    """The allocation as a plan with its static and executed-spill figures (``fields``: workload, options)."""
+def planned_and_run(allocation, runs: ReferenceRuns | None = None, **fields) -> Plan:
+    """The allocation as a plan with its static and executed-spill figures (``fields``: workload, options;
+    ``runs``: the caller's memo of reference runs, for an execution check that follows)."""
     plan = planned(allocation, **fields)
-    figures = execution_figures(plan, allocation.original, allocation.spill_code)
+    figures = execution_figures(plan, allocation.original, allocation.spill_code, runs)
     return plan.with_(predicted={**plan.predicted, **figures})

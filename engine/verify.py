@@ -6,7 +6,12 @@ first one is the same on every run; an empty list means the assignment is
 valid. :func:`verify_execution` runs the program without its spill code on
 virtual registers and the program with it on the assigned physical
 registers and spill slots, and raises unless the store traces agree bit
-for bit.
+for bit; the :class:`ExecutionCheck` it returns says what ran, and
+``verified`` only when every instruction ran on some input and stores were
+compared. The inputs are the seeds :func:`choose_seeds` picks: always the
+given ones, then, while some reachable instruction has not run, the next
+of the candidates 0..CANDIDATES-1 that runs one no earlier seed did (a
+bounded, deterministic search: same program and model, same seeds).
 
 Examples
 --------
@@ -30,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import TimeLimitError, VerificationError
-from engine.interp import run, run_together
-from engine.ir import Program
+from engine.inputs import GENERIC, InputModel
+from engine.interp import Trace, run, run_together
+from engine.ir import Program, successors
 from engine.interference import overlapping_pairs
 from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
@@ -143,16 +149,133 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     return sorted(found)
 
 
-#: the random inputs a plan is verified on
+#: the random inputs a plan is always verified on
 SEEDS = (0, 1, 2)
+#: seeds 0..CANDIDATES-1 are the candidates of the search for coverage
+CANDIDATES = 32
+
+
+@dataclass(frozen=True)
+class ExecutionCheck:
+    """What an execution check ran: its seeds, the stores it compared and the instructions it reached.
+
+    Examples
+    --------
+    >>> check = ExecutionCheck((0, 1, 2), 12, 10, 10, None)
+    >>> check.covered, check.verified
+    (True, True)
+    >>> ExecutionCheck((0, 1, 2, 5), 0, 13, 63, 13).verified
+    False
+    """
+
+    seeds: tuple[int, ...]
+    stores: int
+    executed: int
+    instructions: int
+    #: the first instruction no seed reached (None at full coverage)
+    first_missed: int | None
+
+    @property
+    def covered(self) -> bool:
+        """Every instruction of the program ran on at least one seed."""
+        return self.executed == self.instructions
+
+    @property
+    def verified(self) -> bool:
+        """Covered, and stores were compared: the check says something about every instruction."""
+        return self.covered and self.stores > 0
+
+
+def _reachable(program: Program) -> list[int]:
+    """Indices of the instructions in blocks reachable from the first (a guarded branch also falls through)."""
+    succ, starts = successors(program), program.block_starts
+    seen, todo = set(), [0] if program.blocks else []
+    while todo:
+        b = todo.pop()
+        if b not in seen:
+            seen.add(b)
+            last = program.blocks[b].instructions[-1] if program.blocks[b].instructions else None
+            falls = last is not None and last.guard is not None and b + 1 < len(program.blocks)
+            todo.extend(succ[b] + ([b + 1] if falls else []))
+    return [starts[b] + i for b in sorted(seen) for i in range(len(program.blocks[b].instructions))]
+
+
+def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max_steps: int = 2_000_000,
+                 deadline: float | None = None, candidates: int = CANDIDATES,
+                 runs: ReferenceRuns | None = None) -> tuple[int, ...]:
+    """The seeds a check of ``program`` (without spill code) runs: ``seeds``, then those of the candidates
+    0..candidates-1 that reach an instruction no earlier seed did, until every reachable one ran.
+
+    ``runs``, the caller's :class:`ReferenceRuns`, keeps the runs and the choice for later checks.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.inputs import InputModel
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %n:i32 = param n\\n"
+    ...           "  %c:pred = setp.lt %n, 2\\n  cbr %c, small, done\\n.block small\\n"
+    ...           "  st.global %pa, 0, %n\\n.block done\\n  exit\\n")
+    >>> seeds = choose_seeds(p, InputModel.of({"n": (1, 4)}))
+    >>> seeds[:3], len(seeds) > 3 or None
+    ((0, 1, 2), True)
+    """
+    runs = runs if runs is not None else ReferenceRuns()
+    key = (program, model, tuple(seeds), max_steps, candidates)
+    return runs.chosen(key, lambda: _search(program, model, tuple(seeds), max_steps, deadline, candidates, runs))
+
+
+def _search(program: Program, model: InputModel, seeds: tuple, max_steps: int, deadline,
+            candidates: int, runs: ReferenceRuns) -> tuple[int, ...]:
+    missing = set(_reachable(program))
+    chosen = []
+    for seed in dict.fromkeys((*seeds, *range(candidates))):
+        if not missing and len(chosen) >= len(seeds):
+            break
+        executed = runs.trace(program, seed, model, max_steps, deadline).executed
+        found = {i for i in missing if executed[i]}
+        if seed in seeds or found:
+            chosen.append(seed)
+            missing -= found
+    return tuple(chosen)
+
+
+def deepest_seed(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+                 runs: ReferenceRuns | None = None) -> int:
+    """The check's seed whose run of ``program`` (without spill code) takes the most steps, the first such
+    seed: the one that goes furthest into the kernel's body."""
+    runs = runs if runs is not None else ReferenceRuns()
+    seeds = choose_seeds(program, model, SEEDS, max_steps, runs=runs)
+    return max(seeds, key=lambda s: runs.trace(program, s, model, max_steps).steps)
+
+
+def deepest_trace(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+                  runs: ReferenceRuns | None = None) -> Trace:
+    """The run of :func:`deepest_seed` (read-only)."""
+    runs = runs if runs is not None else ReferenceRuns()
+    return runs.trace(program, deepest_seed(program, model, max_steps, runs), model, max_steps)
+
+
+def _paths(traces: dict) -> list[tuple[int, ...]]:
+    """Seeds grouped by the path their reference runs took (an allocated run that is right takes it too)."""
+    groups: dict = {}
+    for seed, trace in traces.items():
+        groups.setdefault(tuple(trace.executed), []).append(seed)
+    return [tuple(g) for g in groups.values()]
 
 
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
-                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> int:
-    """Run original and allocated programs on random inputs; return the stores compared.
+                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS,
+                     model: InputModel = GENERIC, candidates: int = CANDIDATES,
+                     runs: ReferenceRuns | None = None) -> ExecutionCheck:
+    """Run original and allocated programs on inputs drawn from ``model``; say what the check covered.
 
-    The seeds run in lockstep through each program where their paths agree
-    (see :func:`engine.interp.run_together`), one by one otherwise.
+    ``runs``, the caller's :class:`ReferenceRuns`, shares the reference runs
+    between checks of plans of one program.
+
+    The seeds are ``seeds`` and those :func:`choose_seeds` adds for
+    coverage from ``candidates`` (0: none). Seeds that take one path run in
+    lockstep through each program (see :func:`engine.interp.run_together`),
+    one by one otherwise.
 
     Raises
     ------
@@ -163,41 +286,75 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
         past ``max_seconds`` (all runs together; None: no time limit).
     """
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    runs = runs if runs is not None else ReferenceRuns()
     original = remove_spill_code(program, spills)
     try:
-        together = run_together(program, seeds, assignment, max_steps, deadline)
-        compared = 0
-        for k, seed in enumerate(seeds):
-            want = reference_stores(original, seed, max_steps, deadline)
-            got = (together[k] if together else run(program, seed, assignment, max_steps, deadline)).stores
-            compared += len(want)
-            if got != want:
-                raise VerificationError(_first_difference(seed, want, got))
+        chosen = choose_seeds(original, model, seeds, max_steps, deadline, candidates, runs)
+        want = {seed: runs.trace(original, seed, model, max_steps, deadline) for seed in chosen}
+        got = {}
+        for group in _paths(want):
+            together = run_together(program, group, assignment, max_steps, deadline, model)
+            got.update(zip(group, together) if together else
+                       ((seed, run(program, seed, assignment, max_steps, deadline, model)) for seed in group))
+        for seed in chosen:
+            if got[seed].stores != want[seed].stores:
+                raise VerificationError(_first_difference(seed, want[seed].stores, got[seed].stores))
     except TimeLimitError as exc:
         raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s ({exc}); "
                              "a program that does not end, or one too long to check: set --time-limit to allow "
                              "more") from None
-    return compared
+    return _coverage(chosen, sum(len(t.stores) for t in want.values()), [got[seed].executed for seed in chosen])
 
 
-def reference_stores(program: Program, seed: int, max_steps: int = 2_000_000, deadline: float | None = None) -> list:
-    """Stores of ``program`` on virtual registers (cached: plans of one program share it; the deadline
-    bounds only a run that is not cached yet)."""
-    key = (program, seed, max_steps)
-    if key not in _REFERENCE:
-        _REFERENCE[key] = run(program, seed, max_steps=max_steps, deadline=deadline).stores
-        while len(_REFERENCE) > 32:
-            _REFERENCE.pop(next(iter(_REFERENCE)))
-    return _REFERENCE[key]
+def _coverage(seeds: tuple, stores: int, executed: list) -> ExecutionCheck:
+    """The check's figures from the per-instruction counts of its allocated runs."""
+    n = len(executed[0]) if executed else 0
+    missed = [i for i in range(n) if not any(e[i] for e in executed)]
+    return ExecutionCheck(tuple(seeds), stores, n - len(missed), n, missed[0] if missed else None)
 
 
-def clear_reference_stores() -> None:
-    """Forget the memoized reference stores (benchmarks start each run from a cold cache)."""
-    _REFERENCE.clear()
+class ReferenceRuns:
+    """The caller's memo of reference runs: programs without spill code on virtual registers, and the
+    seeds chosen for their coverage.
 
+    Plans of one program share their reference runs; whoever checks several
+    (the ``regtune`` command, a benchmark, a sweep worker) keeps one of
+    these and passes it to each check. It holds the last ``limit`` runs and
+    seed choices, oldest forgotten first; traces it returns are read-only.
 
-#: the reference stores of the last 32 (program, seed, step limit) runs, oldest first
-_REFERENCE: dict = {}
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  st.global %pa, 0, %pa\\n  exit\\n")
+    >>> runs = ReferenceRuns()
+    >>> runs.trace(p, 0) is runs.trace(parse(str(p)), 0)
+    True
+    """
+
+    def __init__(self, limit: int = 64):
+        self.limit = limit
+        self._traces: dict = {}
+        self._chosen: dict = {}
+
+    def trace(self, program: Program, seed: int, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+              deadline: float | None = None) -> Trace:
+        """The run of ``program`` on virtual registers (the deadline bounds only a run not kept yet)."""
+        key = (program, seed, model, max_steps)
+        if key not in self._traces:
+            self._traces[key] = run(program, seed, max_steps=max_steps, deadline=deadline, model=model)
+            self._forget_oldest(self._traces)
+        return self._traces[key]
+
+    def chosen(self, key, search):
+        """The seeds chosen under ``key``, searched with ``search()`` the first time."""
+        if key not in self._chosen:
+            self._chosen[key] = search()
+            self._forget_oldest(self._chosen)
+        return self._chosen[key]
+
+    def _forget_oldest(self, memo: dict) -> None:
+        while len(memo) > self.limit:
+            memo.pop(next(iter(memo)))
 
 
 def _first_difference(seed: int, want: list, got: list) -> str:

@@ -38,6 +38,7 @@ from typing import Protocol, runtime_checkable
 
 from engine import fields
 from engine.errors import RegtuneError
+from engine.inputs import GENERIC, InputModel
 from engine.ir import Program
 
 
@@ -103,6 +104,10 @@ class Workload(Protocol):
 
     def check_options(self, config, options: dict, where: str) -> dict:
         """A plan file's ``options`` for ``config``, every field checked; one-line PlanError naming ``where``."""
+
+    def input_model(self, config, options: dict) -> InputModel:
+        """The ranges an execution check draws the program's inputs from (engine.inputs): parameters inside
+        their meaningful range, special registers inside the grid the config implies."""
 
     def from_flags(self, values: dict) -> tuple[object, dict]:
         """The config and build options the command line's flag ``values`` (keyed by ``Flag.dest``) ask for."""
@@ -211,6 +216,24 @@ def parse_config_label(text: str) -> dict:
 def all_config_labels() -> list[str]:
     """The label of every config of every workload, in registration order (the window's picker)."""
     return [w.label(c) for w in WORKLOADS.values() for c in w.configs()]
+
+
+def input_model(workload: dict, options: dict) -> InputModel:
+    """The input model of a plan's workload and options (as a plan holds them): the registered workload's
+    own (:meth:`Workload.input_model`), :data:`engine.inputs.GENERIC` for a plan without a workload.
+
+    Examples
+    --------
+    >>> input_model({}, {}) is GENERIC
+    True
+    >>> [name for name, _, _ in input_model({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {}).ranges]
+    ['%ctaid.x', '%tid.x', 'batch', 'beta']
+    """
+    if not workload:
+        return GENERIC
+    w = workload_named(workload.get("kind"))
+    checked, options = check_workload(workload, options, "plan")
+    return w.input_model(w.from_dict(checked, "plan: workload"), options)
 
 
 from engine.workloads import gemm, mha, program  # noqa: E402,F401  (registration)

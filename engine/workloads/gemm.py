@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
+from engine.inputs import InputModel
 from engine.ir import Program
 from engine.liveness import analyze
 from engine.workloads import Flag, register
@@ -37,6 +38,8 @@ SIZES = range(2, 17)
 SCHEDULES = ("load-all-first", "k-outer", "dot")
 DEFAULT_SCHEDULE = "k-outer"
 HEADROOM = 0.25
+#: thread blocks in the grid an execution check models
+GRID_BLOCKS = 4
 
 
 @dataclass(frozen=True)
@@ -295,6 +298,24 @@ def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, budget: int
     return program, options
 
 
+def input_model(w: Gemm, options: dict) -> InputModel:
+    """The inputs a check runs the program on: a grid of :data:`GRID_BLOCKS` blocks of
+    ``threads_per_block`` threads for a batch of P+1..4P matrices (P per block), so a thread is past the
+    batch's end (the early exit) on about 3 draws in 8 and in the body otherwise; ``beta`` 0 or not
+    (the epilogue loads C or not); pointers and ``alpha`` at their defaults (see :mod:`engine.inputs`).
+    The tile is the options' own, else :func:`default_tile`'s.
+
+    Examples
+    --------
+    >>> dict((n, (lo, hi)) for n, lo, hi in input_model(Gemm(8, 8, 8), {"tile": [4, 4]}).ranges)
+    {'%ctaid.x': (0, 3), '%tid.x': (0, 127), 'batch': (33, 128), 'beta': (0, 1)}
+    """
+    tile = tuple(options.get("tile") or default_tile(w, options.get("schedule", DEFAULT_SCHEDULE)))
+    per_block = matrices_per_block(w, tile)
+    return InputModel.of({"%tid.x": (0, threads_per_block(w, tile) - 1), "%ctaid.x": (0, GRID_BLOCKS - 1),
+                          "batch": (per_block + 1, GRID_BLOCKS * per_block), "beta": (0, 1)})
+
+
 def parse_sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | None:
     """``AxB`` / ``AxBxC`` with ``count`` ASCII integers in ``lo..hi``; None for anything else.
 
@@ -359,6 +380,9 @@ class GemmWorkload:
     def parse_label(self, words: list) -> Gemm:
         m, n, k = (int(x) for x in words[0].split("x"))
         return Gemm(m, n, k)
+
+    def input_model(self, config: Gemm, options: dict) -> InputModel:
+        return input_model(config, options)
 
     def check_options(self, config: Gemm, options: dict, where: str) -> dict:
         return check_options(config, options, where)

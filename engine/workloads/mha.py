@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
+from engine.inputs import InputModel
 from engine.ir import Program
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
@@ -417,6 +418,21 @@ def build_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = Fa
     return program, options
 
 
+def input_model(w: Mha, options: dict) -> InputModel:
+    """The inputs a check runs the program on: a thread of a block of :data:`THREADS_PER_BLOCK` anywhere in
+    the grid the config implies (query tiles x K/V heads x batch); pointers at their defaults (see
+    :mod:`engine.inputs`). The program has no guard on its inputs, so every draw runs all of it.
+
+    Examples
+    --------
+    >>> dict((n, (lo, hi)) for n, lo, hi in input_model(Mha(32, 64, 64, 4), {}).ranges)
+    {'%ctaid.x': (0, 255), '%ctaid.y': (0, 7), '%ctaid.z': (0, 63), '%tid.x': (0, 127)}
+    """
+    rows = THREADS_PER_BLOCK // threads_per_row(w.head_dim)
+    return InputModel.of({"%tid.x": (0, THREADS_PER_BLOCK - 1), "%ctaid.x": (0, w.seq_len // rows - 1),
+                          "%ctaid.y": (0, w.heads // w.groups - 1), "%ctaid.z": (0, w.batch - 1)})
+
+
 class MhaWorkload:
     """MHA in the workload registry (:class:`engine.workloads.Workload`); build options: ``strategies``,
     ``bc``, ``projection``.
@@ -458,6 +474,9 @@ class MhaWorkload:
     def parse_label(self, words: list) -> Mha:
         values = dict(zip(words[0::2], (int(x) for x in words[1::2])))
         return Mha(values["heads"], values["batch"], values["head_dim"], values["groups"])
+
+    def input_model(self, config: Mha, options: dict) -> InputModel:
+        return input_model(config, options)
 
     def check_options(self, config: Mha, options: dict, where: str) -> dict:
         return check_options(config, options, where)

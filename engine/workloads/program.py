@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
+from engine.inputs import GENERIC, InputModel
 from engine.ir import Program, is_name, parse
 from engine.workloads import register
 
@@ -76,6 +77,9 @@ class ProgramWorkload:
 
     def parse_label(self, words: list):
         raise ValueError("a program file has no config label")
+
+    def input_model(self, config: ProgramFile, options: dict) -> InputModel:
+        return GENERIC
 
     def check_options(self, config: ProgramFile, options: dict, where: str) -> dict:
         from engine.arch import ARCHS

@@ -28,8 +28,8 @@ from engine.ir import Program, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
-from engine.verify import SEEDS, verify_execution
-from engine.workloads import WORKLOADS, workload_named
+from engine.verify import ExecutionCheck, ReferenceRuns, verify_execution
+from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
 from engine.workloads.program import read
 from gui.cli.kernels import add_kernel_commands
@@ -164,52 +164,66 @@ def cmd_allocate(args) -> int:
     check_allocator(args.allocator)
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
-    plan = planned_and_run(allocate(args.allocator, program, args.budget), workload=workload, options=options)
+    runs = ReferenceRuns()      # the figures' reference runs, shared with the check
+    plan = planned_and_run(allocate(args.allocator, program, args.budget), runs, workload=workload, options=options)
     check_plan(plan, args.out)
     verified = ""
     if not args.no_verify:
-        verified = ", " + execution_summary(verify_execution(plan.program, plan.assignment, plan.spills))
+        check = verify_execution(plan.program, plan.assignment, plan.spills, model=input_model(workload, options),
+                                 runs=runs)
+        verified = ", " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
 
 
-def execution_summary(compared: int) -> str:
-    """What the execution check covered, in words: "verified" only when it compared stores.
+def execution_summary(check: ExecutionCheck, program: Program) -> str:
+    """What the execution check covered, in words: "verified" only when every instruction ran and stores
+    were compared.
 
     Examples
     --------
-    >>> execution_summary(12)
-    'verified by execution on 3 random inputs (12 stores compared)'
-    >>> execution_summary(0)
-    'execution check ran 3 random inputs but none reached a store: not verified by execution'
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
+    >>> execution_summary(ExecutionCheck((0, 1, 2), 3, 3, 3, None), p)
+    'verified by execution on 3 inputs (3 stores compared, all 3 instructions executed)'
+    >>> execution_summary(ExecutionCheck((0, 1, 2), 0, 1, 3, 1), p)
+    'execution check: 3 inputs, 1 of 3 instructions executed (the rest never ran: first is instruction 1 \
+(st.global %x, 0, %x)), 0 stores compared: not verified by execution'
     """
-    if compared:
-        return f"verified by execution on {len(SEEDS)} random inputs ({compared} stores compared)"
-    return f"execution check ran {len(SEEDS)} random inputs but none reached a store: not verified by execution"
+    inputs = f"{len(check.seeds)} input{'s' * (len(check.seeds) != 1)}"
+    if check.verified:
+        return (f"verified by execution on {inputs} ({check.stores} stores compared, "
+                f"all {check.instructions} instructions executed)")
+    ran = f"all {check.instructions} instructions executed"
+    if not check.covered:
+        first = excerpt(str(program.instructions[check.first_missed]), 60)[1:-1]
+        ran = (f"{check.executed} of {check.instructions} instructions executed (the rest never ran: first is "
+               f"instruction {check.first_missed} ({first}))")
+    return f"execution check: {inputs}, {ran}, {check.stores} stores compared: not verified by execution"
 
 
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
     conflict, the execution check passed within ``check_seconds``, and a kernel module can be written from
-    it (names and numbers pass codegen's checks); else a one-line error. Returns the plan and the number
-    of stores the execution check compared."""
+    it (names and numbers pass codegen's checks); else a one-line error. Returns the plan and what the
+    execution check covered (inputs drawn from the plan's workload: :func:`engine.workloads.input_model`)."""
     from kernels.codegen import KernelError, kernel_source
 
     plan = load_plan(path)
-    compared = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds)
+    check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
+                             model=input_model(plan.workload, plan.options))
     try:
         kernel_source(plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return plan, compared
+    return plan, check
 
 
 def cmd_check(args) -> int:
-    plan, compared = admit_plan(args.plan, args.time_limit)
+    plan, check = admit_plan(args.plan, args.time_limit)
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values, {execution_summary(compared)}; "
+          f"{plan.budget}, {len(plan.spills)} spilled values, {execution_summary(check, plan.program)}; "
           "its kernel module can be generated")
     return 0
 

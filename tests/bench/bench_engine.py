@@ -24,7 +24,7 @@ from engine.ir import parse
 from engine.liveness import analyze
 from engine.predict import planned_and_run
 from engine.process import configure_process
-from engine.verify import clear_reference_stores, static_conflicts, verify_execution
+from engine.verify import ReferenceRuns, static_conflicts, verify_execution
 from tests.bench.programs import loop_shaped, straight_line
 
 PROGRAMS = {"straight-line": straight_line, "loop-shaped": loop_shaped}
@@ -43,19 +43,20 @@ def pipeline_once(text: str) -> dict:
     so each run starts from the same heap instead of one grown by its
     predecessor's garbage (programs and their analyses form cycles).
     """
-    clear_reference_stores()
     gc.collect()
     times = {}
     program, times["parse"] = _timed(lambda: parse(text))
     analysis, times["analyse"] = _timed(lambda: analyze(program))
     _, times["interference"] = _timed(lambda: analysis.interference)
+    runs = ReferenceRuns()     # reference runs shared by the plans of this program, as the regtune command shares them
     for name in sorted(ALLOCATORS):
         allocation, times[name] = _timed(lambda: allocate(name, program, 255, analysis))
-        plan, times[f"{name} predict"] = _timed(lambda: planned_and_run(allocation))
+        plan, times[f"{name} predict"] = _timed(lambda: planned_and_run(allocation, runs))
         conflicts, times[f"{name} static"] = _timed(
             lambda: static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, allocation.analysis))
         assert conflicts == [], conflicts[:1]
-        _, times[f"{name} execution"] = _timed(lambda: verify_execution(plan.program, plan.assignment, plan.spills))
+        _, times[f"{name} execution"] = _timed(
+            lambda: verify_execution(plan.program, plan.assignment, plan.spills, runs=runs))
         times[f"{name} figures"] = plan.predicted
     return times
 

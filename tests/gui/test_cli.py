@@ -40,24 +40,39 @@ def test_allocate_then_check(tmp_path, allocator):
     r = regtune("allocate", LOOP, "--allocator", allocator, "--budget", "6", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{allocator}: ") and f"-> {out}" in r.stdout
-    assert "verified by execution on 3 random inputs (3 stores compared)" in r.stdout
+    n = len(json.loads(out.read_text())["program"].splitlines()) - 1 - 3    # less .kernel and 3 .block lines
+    assert f"verified by execution on 3 inputs (3 stores compared, all {n} instructions executed)" in r.stdout
     data = json.loads(out.read_text())
     assert data["allocator"] == allocator and data["budget"] == 6 and data["spills"]
     r = regtune("check", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{out}: valid {allocator} plan for gemm_m1n1k2:")
-    assert "(3 stores compared)" in r.stdout
+    assert f"(3 stores compared, all {n} instructions executed)" in r.stdout
 
 
-def test_check_does_not_say_verified_when_no_input_reached_a_store(tmp_path):
-    """GEMM 8x8x8's three verification inputs all take the early exit (issue 11): the check says so."""
+def test_check_of_a_gemm_plan_runs_the_early_exit_and_the_whole_body(tmp_path):
+    """Issue 11: GEMM 8x8x8's inputs used to all take the early exit; now they cover every instruction."""
     out = tmp_path / "plan.json"
     r = regtune("allocate", "gemm", "--m", "8", "--n", "8", "--k", "8", "--allocator", "dsatur", "--out", str(out))
     assert r.returncode == 0, r.stderr
     r = regtune("check", str(out))
     assert r.returncode == 0, r.stderr
-    assert "none reached a store: not verified by execution" in r.stdout
-    assert "stores compared" not in r.stdout
+    assert "verified by execution on 4 inputs (192 stores compared, all 927 instructions executed)" in r.stdout
+
+
+def test_check_says_what_ran_when_an_instruction_never_ran(tmp_path):
+    """A block no input reaches: the check names the first instruction that never ran, and says 'not verified'."""
+    source = tmp_path / "dead.txt"
+    source.write_text(".kernel dead\n.block entry\n  %pa:u64 = param A\n  %x:i32 = ld.global %pa, 0\n"
+                      "  st.global %pa, 4, %x\n  exit\n.block never\n  st.global %pa, 8, %x\n  exit\n")
+    out = tmp_path / "plan.json"
+    r = regtune("allocate", str(source), "--allocator", "dsatur", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    r = regtune("check", str(out))
+    assert r.returncode == 0, r.stderr
+    assert ("execution check: 3 inputs, 4 of 6 instructions executed (the rest never ran: first is instruction 4 "
+            "(st.global %pa, 8, %x)), 3 stores compared: not verified by execution") in r.stdout
+    assert "verified by execution on" not in r.stdout
 
 
 def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
