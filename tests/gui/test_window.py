@@ -63,6 +63,15 @@ def test_selecting_a_graph_node_selects_the_value_in_the_table(window, qtbot):
     assert len(window.graph.ring.data) == 1 + len(neighbours)
 
 
+def test_the_graph_tab_reads_the_interference_csr_and_builds_no_networkx_graph(window):
+    interference = window.doc.analysis().interference
+    window.tabs.setCurrentWidget(window.graph)
+    QApplication.processEvents()
+    assert "graph" not in interference.__dict__          # the cached networkx graph of the whole program
+    assert len(window.graph.graph_item.adjacency) == interference.n_edges
+    assert window.graph.caption.text() == f"{len(window.graph.shown)} values, {interference.n_edges} interferences"
+
+
 def _drag(view, start: QPointF, end: QPointF) -> None:
     """A real left-button drag on a graphics view's viewport (press, moves with the button held, release)."""
     viewport = view.viewport()
