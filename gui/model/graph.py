@@ -5,7 +5,7 @@ Invariant: nodes and edges come from :class:`engine.interference.Interference`'s
 a small graph (at most ``FULL_LIMIT`` values with registers) is shown whole,
 a larger one as the breadth-first tree of the selected value's
 neighbourhood, neighbours visited in name order, with each node's ring
-(distance); a layout is computed once per key and kept in a bounded dict
+(distance); a layout is computed once per program and key and kept in a bounded dict
 owned by whoever holds the :class:`GraphLayouts`.
 """
 
@@ -114,19 +114,25 @@ def _whole(g, nodes: np.ndarray, caption: str) -> GraphShown:
 
 
 class GraphLayouts:
-    """Node positions per shown graph, computed once per key; the oldest dropped beyond ``limit``."""
+    """Node positions per shown graph, computed once per (program, key), the oldest dropped beyond ``limit``.
+
+    Keyed by the program's identity (an entry keeps its program alive, so the id is never reused meanwhile).
+    """
 
     def __init__(self, limit: int = 64):
         self.limit = limit
         self._positions: OrderedDict = OrderedDict()
 
-    def positions(self, shown: GraphShown, key) -> np.ndarray:
+    def positions(self, shown: GraphShown, program, key=()) -> np.ndarray:
         """(N, 2) positions of ``shown``'s nodes: rings by distance for a tree, else a spring layout."""
-        if key not in self._positions:
-            self._positions[key] = _layout(shown)
+        full = (id(program), *key)
+        entry = self._positions.get(full)
+        if entry is None or entry[0] is not program:
+            entry = (program, _layout(shown))
+            self._positions[full] = entry
             if len(self._positions) > self.limit:
                 self._positions.popitem(last=False)
-        return self._positions[key]
+        return entry[1]
 
 
 def _layout(shown: GraphShown) -> np.ndarray:

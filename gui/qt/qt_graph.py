@@ -57,6 +57,7 @@ class QtInterferenceGraph(QWidget):
         self.selection: str | None = None
         self.shown: list[str] = []
         self.layouts = GraphLayouts()
+        self.brushes = [pg.mkBrush(c) for c in PALETTE] + [pg.mkBrush("#888888")]
 
     def show_plan(self, plan: Plan, analysis, selection: str | None = None) -> None:
         self.plan, self.analysis, self.selection = plan, analysis, selection
@@ -73,9 +74,7 @@ class QtInterferenceGraph(QWidget):
         shown = graph_shown(interference, self.selection, self.radius.value())
         self.radius.setEnabled(shown.rings is not None)     # None: the whole graph, no radius to choose
         self.caption.setText(shown.caption)
-        key = (hash(self.plan.program),) if shown.rings is None else \
-            (hash(self.plan.program), self.selection, self.radius.value())
-        self._draw(shown, key)
+        self._draw(shown, () if shown.rings is None else (self.selection, self.radius.value()))
 
     def _draw(self, shown: GraphShown, key) -> None:
         self.shown = list(shown.names)
@@ -83,11 +82,11 @@ class QtInterferenceGraph(QWidget):
             self.graph_item.setData(pos=np.zeros((0, 2)), adj=np.zeros((0, 2), dtype=int))
             self.ring.setData([], [])
             return
-        pos = self.layouts.positions(shown, key)
+        pos = self.layouts.positions(shown, self.plan.program, key)
         brushes, symbols = [], []
-        for n in shown.names:
+        for n in shown.names:       # shared brush objects: pyqtgraph renders one symbol per distinct brush
             regs = self.plan.assignment.get(n, ())
-            brushes.append(pg.mkBrush(PALETTE[regs[0] % len(PALETTE)] if regs else "#888888"))
+            brushes.append(self.brushes[regs[0] % len(PALETTE)] if regs else self.brushes[-1])
             symbols.append("x" if n in self.plan.spills else "o")
         sizes = [16 if n == self.selection else 11 for n in shown.names]
         self.graph_item.setData(pos=pos, adj=shown.edges, symbolBrush=brushes, symbol=symbols, size=sizes,

@@ -55,5 +55,5 @@ def test_a_large_graph_shows_the_selected_neighbourhood_or_asks_for_a_selection(
     assert shown.names[0] == "acc_1_2" and set(shown.names[1:]) == set(neighbours(a.interference, "acc_1_2"))
     assert set(shown.rings) == {0, 1} and len(shown.edges) == len(shown.names) - 1
     layouts = GraphLayouts(limit=2)
-    pos = layouts.positions(shown, "k")
-    assert pos.shape == (len(shown.names), 2) and layouts.positions(shown, "k") is pos
+    pos = layouts.positions(shown, a.program, ("acc_1_2", 1))
+    assert pos.shape == (len(shown.names), 2) and layouts.positions(shown, a.program, ("acc_1_2", 1)) is pos
