@@ -35,9 +35,13 @@ class QtWhyPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
         layout.addWidget(self.tree)
+        self.report: WhyReport | None = None
 
     def show_report(self, report: WhyReport | None) -> None:
         """Show the document's why-this-many report (gui.model.why); None clears the panel."""
+        if report is not None and report == self.report:
+            return                  # an edit elsewhere in the plan: the same rows
+        self.report = report
         self.tree.clear()
         if report is None:
             self.caption.setText("")

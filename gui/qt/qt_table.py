@@ -36,25 +36,43 @@ class QtAllocationModel(QAbstractTableModel):
                 and tuple(analysis.names) == tuple(self.analysis.names))     # same values: cells change only
         if not same:
             self.beginResetModel()
+        old = self.rows
         self.plan, self.analysis = plan, analysis
         self.conflicted = {}
         for c in conflicts:
             for n in c.values:
                 self.conflicted[n] = self.conflicted.get(n, 0) + 1
-        self.rows = []
-        if plan is not None:
-            program = plan.program
-            for v, name in enumerate(analysis.names):
-                value = program.values[name]
-                self.rows.append((name, value.type, int(value.width), role_of(value),
-                                  (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
-                                  tuple(plan.assignment.get(name, ())),
-                                  plan.spills.get(name), self.conflicted.get(name, 0)))
+        self.rows = self._rows(plan, analysis, old if same else None)
         if same:
-            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+            self._changed([i for i, (a, b) in enumerate(zip(old, self.rows)) if a != b])
         else:
             self.endResetModel()
         return not same
+
+    def _rows(self, plan: Plan | None, analysis, old: list[tuple] | None) -> list[tuple]:
+        """One row per value; name, type, width and role are reused from ``old`` (the same values)."""
+        if plan is None:
+            return []
+        rows = []
+        for v, name in enumerate(analysis.names):
+            if old is None:
+                value = plan.program.values[name]
+                fixed = (name, value.type, int(value.width), role_of(value))
+            else:
+                fixed = old[v][:4]
+            rows.append((*fixed, (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
+                         tuple(plan.assignment.get(name, ())), plan.spills.get(name), self.conflicted.get(name, 0)))
+        return rows
+
+    def _changed(self, rows: list[int]) -> None:
+        """dataChanged for each run of consecutive changed rows (a proxy re-sorts only what changed)."""
+        start = None
+        for k, row in enumerate(rows):
+            if start is None:
+                start = row
+            if k + 1 == len(rows) or rows[k + 1] != row + 1:
+                self.dataChanged.emit(self.index(start, 0), self.index(row, len(COLUMNS) - 1))
+                start = None
 
     def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else len(self.rows)
