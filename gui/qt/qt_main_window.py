@@ -230,6 +230,7 @@ class QtMainWindow(QMainWindow):
         self.plans_list.duplicateRequested.connect(self.duplicate_plan)
         self.plans_list.renameRequested.connect(self.rename_plan)
         self.plans_list.deleteRequested.connect(self.delete_plan)
+        self.plans_list.reorderRequested.connect(self.reorder_plans)
         for view in (self.timeline, self.graph, self.table, self.why):
             view.valueSelected.connect(d.select)
         for view in (self.timeline, self.instructions, self.conflicts):

@@ -190,9 +190,10 @@ class QtConflicts(QWidget):
 
 
 class QtPlansList(QWidget):
-    """The plans with their headline figures: select, duplicate (a hand copy), rename, delete."""
+    """The plans with their headline figures: select, duplicate (a hand copy), rename, delete, drag to reorder."""
 
     planSelected = Signal(str)
+    reorderRequested = Signal(list)
     duplicateRequested = Signal(str)
     renameRequested = Signal(str, str)
     deleteRequested = Signal(str)
@@ -202,6 +203,8 @@ class QtPlansList(QWidget):
         self.list = QListWidget()
         self.list.currentItemChanged.connect(self._current)
         self.list.itemChanged.connect(self._renamed)
+        self.list.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.list.model().rowsMoved.connect(self._moved)
         dup, ren, dele = QPushButton("Duplicate"), QPushButton("Rename"), QPushButton("Delete")
         dup.clicked.connect(lambda: self._with_current(self.duplicateRequested.emit))
         ren.clicked.connect(lambda: self.list.editItem(self.list.currentItem()) if self.list.currentItem() else None)
@@ -244,6 +247,11 @@ class QtPlansList(QWidget):
     def _current(self, item, _prev) -> None:
         if not self._quiet and item is not None:
             self.planSelected.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _moved(self, *_args) -> None:
+        if not self._quiet:
+            self.reorderRequested.emit([self.list.item(i).data(Qt.ItemDataRole.UserRole)
+                                        for i in range(self.list.count())])
 
     def _renamed(self, item) -> None:
         if self._quiet:

@@ -272,3 +272,16 @@ def test_plans_list_duplicate_rename_delete_are_undoable(window):
     assert list(window.doc.session.plans) == names
     texts = [window.plans_list.list.item(i).text() for i in range(window.plans_list.list.count())]
     assert len(texts) == 4 and all("regs, MAXLIVE" in t for t in texts)
+
+
+def test_dragging_a_plan_in_the_list_reorders_the_plans_undoably(window):
+    names = list(window.doc.session.plans)
+    root = window.plans_list.list.rootIndex()
+    assert window.plans_list.list.model().moveRows(root, 3, 1, root, 0)      # dsatur to the top
+    window.flush()
+    assert list(window.doc.session.plans) == ["dsatur", *names[:3]]
+    assert window.doc.session.current == "chaitin-briggs"
+    assert window.plans_list.names == list(window.doc.session.plans)
+    window.undo_action.trigger()
+    window.flush()
+    assert list(window.doc.session.plans) == names == window.plans_list.names
