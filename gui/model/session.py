@@ -1,9 +1,9 @@
-"""The window's document: one session (workload, options, plans, selection, measurements), Qt-free.
+"""The session (workload, options, plans, measurements, the list of edits), its file, and the plain functions that build its plans; Qt-free.
 
-The window changes a session only through undoable commands (gui/qt/qt_commands.py),
-each a one-line call into the methods here. Long work (building programs,
-allocating, building kernels) is done by the plain functions below, which the
-window runs in background workers.
+The window changes a session only through the document (gui/model/document.py),
+whose methods each undoable command calls. Long work (building programs,
+allocating) is done by the plain functions below, which the window runs in
+background workers.
 
 Invariant: ``plans`` keeps insertion order; the four allocators' plans are
 named after their allocator, hand copies "hand 1", "hand 2", ...; every plan

@@ -1,41 +1,25 @@
 """Undoable commands: every change to the document is one QUndoCommand (a compound edit is a stack macro).
 
-Each redo/undo is a one-line call into QtDocument; a command keeps the
-plans before and after (immutable), so undo restores an identical plan.
+Invariant: each redo/undo is a one-line call into the Qt-free document
+(gui/model/document.py); a command keeps the plans before and after
+(immutable), so undo restores an identical plan. What an edit or a
+plan-list change does is computed by the document, never here.
 """
 
 from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand
 
-from dataclasses import replace
-
-from engine.edits import Assign, Move, Spill, Swap, Unspill, apply_edit
-from engine.predict import predict
-
-
-def describe(edit) -> str:
-    if isinstance(edit, Assign):
-        return f"assign %{edit.value} to {'R' + ':R'.join(map(str, edit.registers))}"
-    if isinstance(edit, Swap):
-        return f"swap R{edit.a} and R{edit.b}"
-    if isinstance(edit, Spill):
-        return f"spill %{edit.value}"
-    if isinstance(edit, Unspill):
-        return f"unspill %{edit.value}"
-    if isinstance(edit, Move):
-        return f"move instruction {edit.index} to {edit.to}"
-    return type(edit).__name__
+from gui.model.document import HandEdit, PlansChange
 
 
 class EditCommand(QUndoCommand):
     """One hand edit of one plan (assignment or schedule edit)."""
 
-    def __init__(self, doc, name: str, edit, before, after):
-        kind = "schedule" if isinstance(edit, Move) else "assignment"
-        super().__init__(f"{name}: {describe(edit)} ({kind} edit)")
-        self.doc, self.name = doc, name
-        self.before, self.after = before, after.with_(allocator="hand")
+    def __init__(self, doc, change: HandEdit):
+        super().__init__(change.text)
+        self.doc, self.name = doc, change.name
+        self.before, self.after = change.before, change.after
 
     def redo(self):
         self.doc.set_plan(self.name, self.after, self.text())
@@ -45,13 +29,13 @@ class EditCommand(QUndoCommand):
 
 
 class PlansCommand(QUndoCommand):
-    """A change to the list of plans: add a hand copy, rename, delete."""
+    """A change to the list of plans: add a hand copy, rename, delete, reorder."""
 
-    def __init__(self, doc, text: str, plans: dict, current: str | None):
-        super().__init__(text)
+    def __init__(self, doc, change: PlansChange):
+        super().__init__(change.text)
         self.doc = doc
         self.before = (dict(doc.session.plans), doc.session.current)
-        self.after = (dict(plans), current)
+        self.after = (dict(change.plans), change.current)
 
     def redo(self):
         self.doc.set_plans(*self.after)
@@ -78,29 +62,26 @@ class WorkloadCommand(QUndoCommand):
         self.doc.set_workload(*self.before)
 
 
-def push_edit(stack, doc, edit, name: str | None = None) -> object:
-    """Apply ``edit`` to plan ``name`` (current by default): push it when applied, show the reason when
-    rejected. An allocator's own plan is never changed: the edit goes to a new hand copy ("hand N"),
-    made in the same undoable step."""
-    from gui.model.session import ALLOCATOR_ORDER
+def push_plans(stack, doc, change: PlansChange) -> bool:
+    """Push a plan-list change, or show why it was refused; True when pushed."""
+    if change.rejected:
+        doc.reject(change.rejected)
+        return False
+    stack.push(PlansCommand(doc, change))
+    return True
 
-    name = name or doc.session.current
-    before = doc.session.plans[name]
-    result = apply_edit(before, edit)
-    if result.rejected:
-        doc.reject(result.rejected)
-        return result
-    # interactive: the static figures only, no interpreter run per edit
-    result = replace(result, plan=result.plan.with_(predicted=predict(result.plan, result.analysis)))
-    if name not in ALLOCATOR_ORDER:
-        stack.push(EditCommand(doc, name, edit, before, result.plan))
-        return result
-    copy = doc.session.hand_name()
-    plans = dict(doc.session.plans)
-    plans[copy] = before.with_(allocator="hand")
-    # one undo step made of two commands (Qt's macro: each pushed command is owned by the stack)
-    stack.beginMacro(f"{copy} (copy of {name}): {describe(edit)}")
-    stack.push(PlansCommand(doc, f"copy {name} to {copy}", plans, copy))
-    stack.push(EditCommand(doc, copy, edit, before.with_(allocator="hand"), result.plan))
-    stack.endMacro()
-    return result
+
+def push_edit(stack, doc, edit, name: str | None = None) -> HandEdit:
+    """Apply ``edit`` to plan ``name`` (current by default): push it when applied, show the reason when
+    rejected. An edit of an allocator's plan adds its hand copy in the same undo step (a macro)."""
+    change = doc.hand_edit(edit, name)
+    if change.rejected:
+        doc.reject(change.rejected)
+    elif change.copy is None:
+        stack.push(EditCommand(doc, change))
+    else:
+        stack.beginMacro(change.macro_text)      # each pushed command is owned by the stack
+        stack.push(PlansCommand(doc, change.copy))
+        stack.push(EditCommand(doc, change))
+        stack.endMacro()
+    return change

@@ -1,4 +1,4 @@
-"""QtMainWindow: the RegTune workbench.
+"""QtMainWindow: the RegTune workbench, a Qt layer over the Qt-free document (gui/model/document.py).
 
 Left: the workload panel and the plans list. Centre: timeline, interference
 graph, compare, actual (SASS) and budget-sweep tabs. Right: why-this-many,
@@ -6,6 +6,10 @@ allocation table, instructions, conflicts and the undo history. Every edit
 is a QUndoCommand on one stack; long work runs in background jobs with a
 progress bar and a Cancel button; errors come to one notification point and
 show in a dialog with details, and the session is kept.
+
+Invariant: the window changes the document only by pushing undo commands
+(gui/qt/qt_commands.py) or by the document's selection calls; it redraws
+from the document's change signals, once per batch of changes.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from engine.errors import RegtuneError
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
 from engine.workloads import workload_named
 from gui.model import notifications
-from gui.qt.qt_commands import PlansCommand, WorkloadCommand, push_edit
+from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
 from gui.qt.qt_document import QtDocument
 from gui.qt.qt_graph import QtInterferenceGraph
@@ -227,6 +231,7 @@ class QtMainWindow(QMainWindow):
         self.plans_list.duplicateRequested.connect(self.duplicate_plan)
         self.plans_list.renameRequested.connect(self.rename_plan)
         self.plans_list.deleteRequested.connect(self.delete_plan)
+        self.plans_list.reorderRequested.connect(self.reorder_plans)
         for view in (self.timeline, self.graph, self.table, self.why):
             view.valueSelected.connect(d.select)
         for view in (self.timeline, self.instructions, self.conflicts):
@@ -273,7 +278,7 @@ class QtMainWindow(QMainWindow):
         self.timeline.show_plan(plan, analysis, conflicts, self.doc.selection)
         self.timeline.set_instruction(self.doc.instruction)
         self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
-        self.why.show(plan, analysis, self.doc.instruction)
+        self.why.show_report(self.doc.why(self.doc.instruction))
         self.instructions.show_program(plan.program, self.doc.instruction)
         self.conflicts.show_conflicts(conflicts, self.doc.rejection)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
@@ -331,7 +336,7 @@ class QtMainWindow(QMainWindow):
         if plan is None:
             return
         self.timeline.set_instruction(index)
-        self.why.show(plan, self.doc.analysis(), index)
+        self.why.show_report(self.doc.why(index))
 
     def _busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
@@ -407,27 +412,17 @@ class QtMainWindow(QMainWindow):
             self.duplicate_plan(self.doc.session.current)
 
     def duplicate_plan(self, name: str) -> None:
-        s = self.doc.session
-        copy = s.hand_name()
-        plans = dict(s.plans)
-        plans[copy] = s.plans[name].with_(allocator="hand")
-        self.stack.push(PlansCommand(self.doc, f"copy {name} to {copy}", plans, copy))
+        push_plans(self.stack, self.doc, self.doc.duplicated(name))
 
     def rename_plan(self, old: str, new: str) -> None:
-        s = self.doc.session
-        if new in s.plans:
-            self.doc.reject(f"a plan named {new!r} already exists")
-            self.refresh_all()
-            return
-        plans = {(new if k == old else k): v for k, v in s.plans.items()}
-        self.stack.push(PlansCommand(self.doc, f"rename {old} to {new}", plans,
-                                     new if s.current == old else s.current))
+        if not push_plans(self.stack, self.doc, self.doc.renamed(old, new)):
+            self.refresh_all()          # the list shows the old name again
 
     def delete_plan(self, name: str) -> None:
-        s = self.doc.session
-        plans = {k: v for k, v in s.plans.items() if k != name}
-        current = s.current if s.current != name else next(iter(plans), None)
-        self.stack.push(PlansCommand(self.doc, f"delete {name}", plans, current))
+        push_plans(self.stack, self.doc, self.doc.deleted(name))
+
+    def reorder_plans(self, names: list[str]) -> None:
+        push_plans(self.stack, self.doc, self.doc.reordered(names))
 
     # -- files -----------------------------------------------------------------------------
     def open_plan(self, path: str) -> bool:
@@ -448,12 +443,7 @@ class QtMainWindow(QMainWindow):
         return True
 
     def _add_allocator_plans(self, plans: dict, keep: str) -> None:
-        s = self.doc.session
-        merged = dict(s.plans)
-        for n, p in plans.items():
-            if n not in merged:
-                merged[n] = p
-        self.stack.push(PlansCommand(self.doc, "add the allocators' plans", merged, keep))
+        push_plans(self.stack, self.doc, self.doc.added(plans, keep))
 
     def save_plan(self, path: str) -> None:
         plan = self.doc.plan
@@ -613,8 +603,7 @@ class QtMainWindow(QMainWindow):
             self.request_workload(self.doc.session.workload, self.doc.session.options)
             return
         edits = len(session.edits)
-        self.doc.session = session
-        self.workload_panel.set_state(session.workload, session.options)
+        self.doc.replace_session(session)
         self.refresh_all()
         self.status_text.setText(f"restored the autosaved session ({edits} edits)")
 

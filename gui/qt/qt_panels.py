@@ -1,7 +1,8 @@
 """Side panels: why-this-many, the instruction list (schedule edits), conflicts, the plans list.
 
-Each panel shows the document and asks for changes through signals; the
-window turns requests into undoable commands.
+Invariant: a panel only shows what the document computed (gui.model) and
+asks for changes through signals; it never changes the document, and the
+window turns each request into one undoable command.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine.plan import Plan, registers_used
-from engine.workloads.roles import role_of
-from gui.qt.qt_table import register_text
+from engine.plan import registers_used
+from gui.model.registers import register_text
+from gui.model.why import WhyReport
 
 
 class QtWhyPanel(QWidget):
@@ -34,41 +35,21 @@ class QtWhyPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
         layout.addWidget(self.tree)
+        self.report: WhyReport | None = None
 
-    def live_at(self, analysis, index: int) -> list[str]:
-        pos = 2 * index + 1      # the engine's position just after instruction index
-        mask = (analysis.seg_start <= pos) & (analysis.seg_end >= pos)
-        values = sorted(set(analysis.seg_value[mask].tolist()))
-        return [analysis.names[v] for v in values if analysis.widths[v] > 0]
-
-    def show(self, plan: Plan, analysis, index: int | None) -> None:  # noqa: A003 - widget API name kept
+    def show_report(self, report: WhyReport | None) -> None:
+        """Show the document's why-this-many report (gui.model.why); None clears the panel."""
+        if report is not None and report == self.report:
+            return                  # an edit elsewhere in the plan: the same rows
+        self.report = report
         self.tree.clear()
-        if plan is None:
+        if report is None:
+            self.caption.setText("")
             return
-        peak = analysis.peak
-        index = peak if index is None or index < 0 or index >= len(analysis.pressure) else index
-        program = plan.program
-        names = self.live_at(analysis, index)
-        ins = program.instructions[index]
-        where = "the peak" if index == peak else "the selected instruction"
-        self.caption.setText(f"instruction {index} ({where}): {ins}\npressure {int(analysis.pressure[index])} "
-                             f"(MAXLIVE {analysis.maxlive} at {peak}); {len(names)} values live, "
-                             f"{registers_used(plan.assignment)} registers in the plan")
-        defs: dict[str, list[int]] = {}
-        uses: dict[str, list[int]] = {}
-        for i, x in enumerate(program.instructions):
-            for d in x.defs:
-                defs.setdefault(d.name, []).append(i)
-            for u in x.uses:
-                uses.setdefault(u, []).append(i)
-        items = []
-        for n in names:
-            value = program.values[n]
-            d = [i for i in defs.get(n, []) if i <= index][-1:] or defs.get(n, [])[:1]
-            u = [i for i in uses.get(n, []) if i > index][:3]
-            items.append(QTreeWidgetItem([f"%{n}", value.type, role_of(value), register_text(plan.assignment.get(n)),
-                                          ", ".join(map(str, d)), ", ".join(map(str, u)) or "-"]))
-        self.tree.addTopLevelItems(items)
+        self.caption.setText(report.caption)
+        self.tree.addTopLevelItems([QTreeWidgetItem([f"%{r.name}", r.type, r.role, register_text(r.registers),
+                                                     ", ".join(map(str, r.defined)),
+                                                     ", ".join(map(str, r.used)) or "-"]) for r in report.rows])
         for c in range(6):
             self.tree.resizeColumnToContents(c)
 
@@ -209,9 +190,10 @@ class QtConflicts(QWidget):
 
 
 class QtPlansList(QWidget):
-    """The plans with their headline figures: select, duplicate (a hand copy), rename, delete."""
+    """The plans with their headline figures: select, duplicate (a hand copy), rename, delete, drag to reorder."""
 
     planSelected = Signal(str)
+    reorderRequested = Signal(list)
     duplicateRequested = Signal(str)
     renameRequested = Signal(str, str)
     deleteRequested = Signal(str)
@@ -221,6 +203,8 @@ class QtPlansList(QWidget):
         self.list = QListWidget()
         self.list.currentItemChanged.connect(self._current)
         self.list.itemChanged.connect(self._renamed)
+        self.list.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.list.model().rowsMoved.connect(self._moved)
         dup, ren, dele = QPushButton("Duplicate"), QPushButton("Rename"), QPushButton("Delete")
         dup.clicked.connect(lambda: self._with_current(self.duplicateRequested.emit))
         ren.clicked.connect(lambda: self.list.editItem(self.list.currentItem()) if self.list.currentItem() else None)
@@ -263,6 +247,11 @@ class QtPlansList(QWidget):
     def _current(self, item, _prev) -> None:
         if not self._quiet and item is not None:
             self.planSelected.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _moved(self, *_args) -> None:
+        if not self._quiet:
+            self.reorderRequested.emit([self.list.item(i).data(Qt.ItemDataRole.UserRole)
+                                        for i in range(self.list.count())])
 
     def _renamed(self, item) -> None:
         if self._quiet:

@@ -1,14 +1,14 @@
 """QtAllocationTable: every value with its type, width, role, interval, registers, spill slot and conflicts.
 
-A Qt model over the current plan (sortable, filterable through a proxy);
-the register cell is editable with a list of the registers free over that
-value's whole interval; an edit there is an assignment edit pushed to the
-undo stack by the window (``assignRequested``).
+Invariant: a Qt model over the current plan (sortable, filterable through a
+proxy) that changes nothing itself: the register cell offers the registers
+free for that value (gui.model.registers.free_registers) and an edit there
+is only a request (``assignRequested``), which the window pushes as one
+undoable assignment edit.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineEdit, QStyledItemDelegate,
@@ -16,38 +16,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineE
 
 from engine.plan import Plan
 from engine.workloads.roles import role_of
+from gui.model.registers import free_registers, parse_registers, register_text
 
 COLUMNS = ("value", "type", "width", "role", "interval", "registers", "spill slot", "conflicts")
 REGISTER_COLUMN = COLUMNS.index("registers")
-
-
-def free_registers(plan: Plan, analysis, name: str) -> list[tuple[int, ...]]:
-    """Register choices for ``name`` that no other value live in its segments holds (pairs even-aligned)."""
-    v = analysis.index[name]
-    width = int(analysis.widths[v])
-    if width == 0:
-        return []
-    mine = analysis.seg_value == v
-    starts, ends = analysis.seg_start[mine], analysis.seg_end[mine]
-    others = analysis.seg_value != v
-    overlap = np.zeros(len(analysis.seg_value), dtype=bool)
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        overlap |= others & (analysis.seg_start <= e) & (analysis.seg_end >= s)
-    busy = set()
-    for other in np.unique(analysis.seg_value[overlap]).tolist():
-        busy.update(plan.assignment.get(analysis.names[other], ()))
-    step = 2 if width == 2 else 1
-    return [tuple(range(r, r + width)) for r in range(0, plan.budget - width + 1, step)
-            if not busy.intersection(range(r, r + width))]
-
-
-def register_text(regs) -> str:
-    return ":".join(f"R{r}" for r in regs) if regs else "-"
-
-
-def parse_registers(text: str) -> tuple[int, ...]:
-    parts = [p.strip().upper().lstrip("R") for p in text.replace(",", ":").split(":") if p.strip()]
-    return tuple(int(p) for p in parts)
 
 
 class QtAllocationModel(QAbstractTableModel):
@@ -64,25 +36,43 @@ class QtAllocationModel(QAbstractTableModel):
                 and tuple(analysis.names) == tuple(self.analysis.names))     # same values: cells change only
         if not same:
             self.beginResetModel()
+        old = self.rows
         self.plan, self.analysis = plan, analysis
         self.conflicted = {}
         for c in conflicts:
             for n in c.values:
                 self.conflicted[n] = self.conflicted.get(n, 0) + 1
-        self.rows = []
-        if plan is not None:
-            program = plan.program
-            for v, name in enumerate(analysis.names):
-                value = program.values[name]
-                self.rows.append((name, value.type, int(value.width), role_of(value),
-                                  (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
-                                  tuple(plan.assignment.get(name, ())),
-                                  plan.spills.get(name), self.conflicted.get(name, 0)))
+        self.rows = self._rows(plan, analysis, old if same else None)
         if same:
-            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+            self._changed([i for i, (a, b) in enumerate(zip(old, self.rows)) if a != b])
         else:
             self.endResetModel()
         return not same
+
+    def _rows(self, plan: Plan | None, analysis, old: list[tuple] | None) -> list[tuple]:
+        """One row per value; name, type, width and role are reused from ``old`` (the same values)."""
+        if plan is None:
+            return []
+        rows = []
+        for v, name in enumerate(analysis.names):
+            if old is None:
+                value = plan.program.values[name]
+                fixed = (name, value.type, int(value.width), role_of(value))
+            else:
+                fixed = old[v][:4]
+            rows.append((*fixed, (int(analysis.start[v]) // 2, int(analysis.end[v]) // 2),
+                         tuple(plan.assignment.get(name, ())), plan.spills.get(name), self.conflicted.get(name, 0)))
+        return rows
+
+    def _changed(self, rows: list[int]) -> None:
+        """dataChanged for each run of consecutive changed rows (a proxy re-sorts only what changed)."""
+        start = None
+        for k, row in enumerate(rows):
+            if start is None:
+                start = row
+            if k + 1 == len(rows) or rows[k + 1] != row + 1:
+                self.dataChanged.emit(self.index(start, 0), self.index(row, len(COLUMNS) - 1))
+                start = None
 
     def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else len(self.rows)

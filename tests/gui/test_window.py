@@ -63,6 +63,15 @@ def test_selecting_a_graph_node_selects_the_value_in_the_table(window, qtbot):
     assert len(window.graph.ring.data) == 1 + len(neighbours)
 
 
+def test_the_graph_tab_reads_the_interference_csr_and_builds_no_networkx_graph(window):
+    interference = window.doc.analysis().interference
+    window.tabs.setCurrentWidget(window.graph)
+    QApplication.processEvents()
+    assert "graph" not in interference.__dict__          # the cached networkx graph of the whole program
+    assert len(window.graph.graph_item.adjacency) == interference.n_edges
+    assert window.graph.caption.text() == f"{len(window.graph.shown)} values, {interference.n_edges} interferences"
+
+
 def _drag(view, start: QPointF, end: QPointF) -> None:
     """A real left-button drag on a graphics view's viewport (press, moves with the button held, release)."""
     viewport = view.viewport()
@@ -263,3 +272,16 @@ def test_plans_list_duplicate_rename_delete_are_undoable(window):
     assert list(window.doc.session.plans) == names
     texts = [window.plans_list.list.item(i).text() for i in range(window.plans_list.list.count())]
     assert len(texts) == 4 and all("regs, MAXLIVE" in t for t in texts)
+
+
+def test_dragging_a_plan_in_the_list_reorders_the_plans_undoably(window):
+    names = list(window.doc.session.plans)
+    root = window.plans_list.list.rootIndex()
+    assert window.plans_list.list.model().moveRows(root, 3, 1, root, 0)      # dsatur to the top
+    window.flush()
+    assert list(window.doc.session.plans) == ["dsatur", *names[:3]]
+    assert window.doc.session.current == "chaitin-briggs"
+    assert window.plans_list.names == list(window.doc.session.plans)
+    window.undo_action.trigger()
+    window.flush()
+    assert list(window.doc.session.plans) == names == window.plans_list.names

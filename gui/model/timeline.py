@@ -1,0 +1,267 @@
+"""The timeline's model, Qt-free: bars (one per live segment per register), rows, pressure and shading, as numpy arrays.
+
+Invariant: bar ``k`` spans instructions ``[x0[k], x1[k])`` on row ``row[k]``
+(a register, or ``-1 - slot`` for a spill slot) and belongs to value
+``value[k]`` (-1: none); a plan gives one bar per live segment per register
+of its value and one per spilled value's slot, a SASS listing one per
+nvdisasm live range. Everything the Qt view draws is computed here from
+arrays; the view only hands them to pyqtgraph.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.plan import Plan
+from engine.workloads.roles import ROLES, role_of
+from gui.model.why import Occurrences
+
+#: the roles in drawing (and legend) order
+BAR_ROLES = (*ROLES, "SASS live range", "spill slot")
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Bars as arrays: left edges, right edges and screen rows (y)."""
+
+    x0: np.ndarray
+    x1: np.ndarray
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.x0)
+
+
+def _empty_bars() -> Bars:
+    return Bars(np.zeros(0), np.zeros(0), np.zeros(0))
+
+
+class TimelineData:
+    """Bars, rows and lookups for one plan or one SASS listing (see the module invariant).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = TimelineData(["x", "y"], ["f32", "f32"], ["scalar", "scalar"], np.array([0, 1]), np.array([1, 3]),
+    ...                  np.array([4, 4]), np.array([[0], [1]]), [1, 2, 1], positions=True)
+    >>> d.x0.tolist(), d.x1.tolist(), d.row.tolist(), d.value_at(2.0, 1)
+    ([0.5, 1.5], [2.5, 2.5], [0, 1], 1)
+    """
+
+    def __init__(self, names, types, roles, seg_value, seg_start, seg_end, registers, pressure,
+                 phases=(), loops=(), slots=None, describe=None, positions=False):
+        """``registers``: (values, k) array of each value's registers, -1 where it has fewer.
+        ``positions``: segments are the engine's positions (2i before instruction i reads, 2i+1 after it
+        writes), drawn from i+0.5 (after a definition) to j+0.5 (the last read); otherwise whole rows."""
+        self.names, self.types, self.roles = list(names), list(types), list(roles)
+        self.number = {n: i for i, n in enumerate(self.names)}
+        self.pressure = np.asarray(pressure)
+        self.phases, self.loops = list(phases), list(loops)
+        self.describe = describe
+        x0, x1, row, value = _segment_bars(np.asarray(seg_value), np.asarray(seg_start), np.asarray(seg_end),
+                                           np.asarray(registers, dtype=np.int64).reshape(len(self.names), -1),
+                                           positions)
+        self.rows_used = int(row.max()) + 1 if len(row) else 0
+        slot_items = sorted((slots or {}).items(), key=lambda kv: kv[1])
+        self.x0 = np.concatenate([x0, [s + 0.5 for _n, (_slot, s, _e) in slot_items]])
+        self.x1 = np.concatenate([x1, [e + 0.5 for _n, (_slot, _s, e) in slot_items]])
+        self.row = np.concatenate([row, [-1 - slot for _n, (slot, _s, _e) in slot_items]]).astype(np.int64)
+        self.value = np.concatenate([value, [self.number.get(n, -1) for n, _ in slot_items]]).astype(np.int64)
+        self.slot_rows = sorted({-r - 1 for r in self.row.tolist() if r < 0})
+        self._index = None
+
+    # -- geometry ------------------------------------------------------------------------------
+    def y(self, row) -> np.ndarray:
+        """Screen row: registers 0..R-1, then a gap, then spill slots."""
+        row = np.asarray(row)
+        return np.where(row >= 0, row, self.rows_used + 1 + (-row - 1))
+
+    @property
+    def height(self) -> int:
+        """Screen rows in all: the registers, and the spill slots after a gap."""
+        return (self.rows_used + (1 + len(self.slot_rows) if self.slot_rows else 0)) or 1
+
+    @property
+    def maxlive(self) -> int:
+        return int(self.pressure.max()) if len(self.pressure) else 0
+
+    @property
+    def peak(self) -> int:
+        return int(self.pressure.argmax()) if len(self.pressure) else 0
+
+    def row_at(self, y: float) -> int | None:
+        """The register (or ``-1 - slot``) drawn at screen row ``y``; None between and beyond rows."""
+        r = int(round(y))
+        if 0 <= r < self.rows_used:
+            return r
+        if r > self.rows_used and r - self.rows_used - 1 in self.slot_rows:
+            return -1 - (r - self.rows_used - 1)
+        return None
+
+    def value_at(self, x: float, row: int) -> int | None:
+        """The value whose bar covers instruction x on row (None if none)."""
+        if self._index is None:
+            self._index = {}
+            order = np.lexsort((self.x0, self.row))
+            for r in np.unique(self.row):
+                sel = order[self.row[order] == r]
+                self._index[int(r)] = (self.x0[sel].tolist(), self.x1[sel].tolist(), self.value[sel].tolist())
+        starts, ends, values = self._index.get(row, ([], [], []))
+        for k in range(bisect.bisect_right(starts, x) - 1, -1, -1):   # a row holds at most a few thousand bars
+            if starts[k] <= x < ends[k]:
+                return values[k] if values[k] >= 0 else None
+        return None
+
+    # -- what the view draws -------------------------------------------------------------------
+    def role_bars(self) -> dict[str, Bars]:
+        """The bars of each role present, in :data:`BAR_ROLES` order (spill slots as their own role)."""
+        slot = self.row < 0
+        role_code = np.array([BAR_ROLES.index(r) for r in self.roles] + [-1], dtype=np.int64)[self.value]
+        role_code[slot] = BAR_ROLES.index("spill slot")
+        ys = self.y(self.row)
+        out = {}
+        for k, role in enumerate(BAR_ROLES):
+            mask = role_code == k
+            if mask.any():
+                out[role] = Bars(self.x0[mask], self.x1[mask], ys[mask])
+        return out
+
+    def bars_of(self, mask: np.ndarray) -> Bars:
+        return Bars(self.x0[mask], self.x1[mask], self.y(self.row[mask]))
+
+    def selection_bars(self, name: str | None) -> Bars:
+        """Every bar of value ``name`` (none for an unknown name)."""
+        v = self.number.get(name) if name else None
+        return _empty_bars() if v is None else self.bars_of(self.value == v)
+
+    def conflict_bars(self, conflicts) -> Bars:
+        """The bars of each conflict's values that cover its instruction."""
+        mask = np.zeros(len(self.x0), dtype=bool)
+        for c in conflicts:
+            at = c.instruction + 0.5
+            for name in c.values:
+                v = self.number.get(name)
+                if v is not None:
+                    mask |= (self.value == v) & (self.x0 <= at) & (self.x1 >= at)
+        return self.bars_of(mask)
+
+    def pressure_steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """x edges (n + 1) and pressure (n) for a step curve."""
+        return np.arange(len(self.pressure) + 1), self.pressure
+
+    def spans(self, runs) -> tuple[np.ndarray, np.ndarray]:
+        """x0 and x1 arrays of (start, end, label) runs (the phases or the loops)."""
+        return (np.array([s for s, _e, _l in runs], dtype=float), np.array([e for _s, e, _l in runs], dtype=float))
+
+
+def _segment_bars(seg_value, seg_start, seg_end, registers, positions: bool):
+    """One bar per segment per register of its value, in segment order."""
+    if positions:
+        x0, x1 = seg_start / 2, (seg_end + 1) / 2
+    else:
+        x0, x1 = seg_start.astype(float), seg_end + 1.0
+    regs = registers[seg_value] if len(seg_value) else np.zeros((0, registers.shape[1]), dtype=np.int64)
+    valid = regs >= 0
+    per = valid.sum(axis=1)
+    return (np.repeat(x0, per), np.repeat(x1, per), regs[valid], np.repeat(seg_value, per).astype(np.int64))
+
+
+def runs(labels) -> list[tuple[int, int, str]]:
+    """Maximal runs of equal, non-empty labels as (start, end, label), end exclusive.
+
+    Examples
+    --------
+    >>> runs(["", "load", "load", "mma", ""])
+    [(1, 3, 'load'), (3, 4, 'mma')]
+    """
+    out, start = [], 0
+    for i in range(1, len(labels) + 1):
+        if i == len(labels) or labels[i] != labels[start]:
+            if labels[start]:
+                out.append((start, i, labels[start]))
+            start = i
+    return out
+
+
+def register_array(assignment: dict, names) -> np.ndarray:
+    """(values, 2) registers of each value, -1 where it has fewer (none for a predicate or an unassigned value)."""
+    out = np.full((len(names), 2), -1, dtype=np.int64)
+    for v, name in enumerate(names):
+        regs = assignment.get(name, ())
+        out[v, :len(regs)] = regs
+    return out
+
+
+def spill_slot_spans(plan: Plan) -> dict[str, tuple[int, int, int]]:
+    """Spilled value -> (slot, first, last instruction that touches the slot)."""
+    firsts, lasts = {}, {}
+    for i, ins in enumerate(plan.program.instructions):
+        if ins.opcode in ("st.local", "ld.local") and ins.operands:
+            slot = ins.operands[0].text
+            firsts.setdefault(slot, i)
+            lasts[slot] = i
+    return {name: (int(slot), firsts[str(slot)], lasts[str(slot)])
+            for name, slot in plan.spills.items() if str(slot) in firsts}
+
+
+def plan_timeline(plan: Plan, analysis) -> TimelineData:
+    """Bars of a plan: each segment on each register of its value, spill slots below.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.liveness import analyze
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 2\\n  st.global %y, 0, %x\\n  exit\\n")
+    >>> d = plan_timeline(Plan(p, {"x": (0,), "y": (2, 3)}, {}, 4, "hand"), analyze(p))
+    >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars())
+    ([0, 2, 3], 4, 3, ['A fragment', 'address'])
+    """
+    program = plan.program
+    names = list(analysis.names)
+    values = [program.values[n] for n in names]
+    regs = register_array(plan.assignment, names)
+    phases = runs([ins.phase or "" for ins in program.instructions])
+    loops = [(s, e, "loop") for s, e, _ in runs(["loop" if d > 0 else "" for d in analysis.loop_depth.tolist()])]
+    return TimelineData(names, [v.type for v in values], [role_of(v) for v in values], analysis.seg_value,
+                        analysis.seg_start, analysis.seg_end, regs, analysis.pressure, phases, loops,
+                        spill_slot_spans(plan), _plan_describer(plan, analysis), positions=True)
+
+
+def _plan_describer(plan: Plan, analysis):
+    occ: list[Occurrences] = []       # built on the first hover, not for every redraw
+
+    def describe(v: int) -> str:
+        if not occ:
+            occ.append(Occurrences(analysis))
+        name = analysis.names[v]
+        value = plan.program.values[name]
+        seg = [(s // 2, e // 2) for s, e in analysis.live_positions(name)]
+        where = ", ".join(f"{s}-{e}" for s, e in seg[:6]) + (" ..." if len(seg) > 6 else "")
+        reg = ":".join(f"R{r}" for r in plan.assignment.get(name, ())) or "none"
+        spill = f", spilled to slot {plan.spills[name]}" if name in plan.spills else ""
+        return (f"%{name}: {value.type} ({role_of(value)}) in {reg}{spill}\n"
+                f"live {where}\ndefined at {_short(occ[0].defined(v))}; used at {_short(occ[0].used(v))}")
+
+    return describe
+
+
+def sass_timeline(sass) -> TimelineData:
+    """Bars of a compiled kernel's SASS: nvdisasm's live ranges on their physical registers."""
+    names = list(sass.names)
+    regs = sass.registers.tolist()
+
+    def describe(v: int) -> str:
+        s, e = int(sass.start[v]), int(sass.end[v])
+        return (f"{names[v]} (R{regs[v]})\nlive SASS rows {s}-{e}\n"
+                f"defined by /*{sass.offsets[s]}*/ {sass.texts[s]}\nlast read by /*{sass.offsets[e]}*/ {sass.texts[e]}")
+
+    return TimelineData(names, ["b32"] * len(names), ["SASS live range"] * len(names), sass.seg_value,
+                        sass.seg_start, sass.seg_end, np.asarray(regs, dtype=np.int64).reshape(-1, 1),
+                        sass.pressure, describe=describe)
+
+
+def _short(items: list[int]) -> str:
+    return ", ".join(map(str, items[:8])) + (f" ... ({len(items)} in all)" if len(items) > 8 else "") or "-"

@@ -1,0 +1,119 @@
+"""Why this many registers: at the peak (or a chosen instruction), the values live there, where each is defined and next used.
+
+Invariant: the live values are exactly the analysis's own ``live_at`` (the
+values counted in the pressure there), so the rows add up to the pressure
+the timeline draws; definitions and uses come from the analysis's
+(instruction, value) rows, never from a second scan of the program.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from engine.plan import Plan, registers_used
+from engine.workloads.roles import role_of
+
+
+class Occurrences:
+    """The instructions that define and that read each value of one analysis, sorted, without repeats.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.liveness import analyze
+    >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n"
+    ...                   "  st.global %y, 0, %x\\n  exit\\n"))
+    >>> occ = Occurrences(a)
+    >>> occ.defined(a.index["x"]), occ.used(a.index["x"])
+    ([0], [1, 2])
+    """
+
+    def __init__(self, analysis):
+        self.n = len(analysis.names)
+        self._defs = self._group(analysis.definitions)
+        self._uses = self._group(analysis.operand_reads)
+
+    def _group(self, rows: np.ndarray) -> tuple[list[int], list[int]]:
+        rows = np.asarray(rows).reshape(-1, 2)
+        codes = np.unique(rows[:, 1].astype(np.int64) * (1 << 32) + rows[:, 0])
+        values, instructions = codes >> 32, codes & ((1 << 32) - 1)
+        return np.searchsorted(values, np.arange(self.n + 1)).tolist(), instructions.tolist()
+
+    @staticmethod
+    def _of(grouped, v: int) -> list[int]:
+        bounds, instructions = grouped
+        return instructions[bounds[v]:bounds[v + 1]]
+
+    def defined(self, v: int) -> list[int]:
+        """Instructions that write value number ``v``."""
+        return self._of(self._defs, v)
+
+    def used(self, v: int) -> list[int]:
+        """Instructions that read value number ``v``."""
+        return self._of(self._uses, v)
+
+
+@dataclass(frozen=True)
+class WhyRow:
+    """One value live at the instruction: the definition that reaches it and the next (up to three) uses."""
+
+    name: str
+    type: str
+    role: str
+    registers: tuple[int, ...]
+    defined: tuple[int, ...]
+    used: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WhyReport:
+    """The values live at ``index`` and the figures around them."""
+
+    index: int
+    peak: int
+    instruction: str
+    pressure: int
+    maxlive: int
+    registers: int
+    rows: tuple[WhyRow, ...]
+
+    @cached_property
+    def caption(self) -> str:
+        where = "the peak" if self.index == self.peak else "the selected instruction"
+        return (f"instruction {self.index} ({where}): {self.instruction}\npressure {self.pressure} "
+                f"(MAXLIVE {self.maxlive} at {self.peak}); {len(self.rows)} values live, "
+                f"{self.registers} registers in the plan")
+
+
+def why_this_many(plan: Plan, analysis, index: int | None = None, occurrences: Occurrences | None = None
+                  ) -> WhyReport:
+    """The values live after instruction ``index`` (the peak when None or out of range).
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.liveness import analyze
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
+    >>> report = why_this_many(Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand"), analyze(p))
+    >>> report.index, [(r.name, r.registers, r.defined, r.used) for r in report.rows]
+    (1, [('x', (0,), (0,), (2,)), ('y', (1,), (1,), (2,))])
+    """
+    peak = analysis.peak
+    index = peak if index is None or not 0 <= index < len(analysis.pressure) else index
+    occ = occurrences or Occurrences(analysis)
+    rows = tuple(_row(plan, analysis, occ, name, index) for name in analysis.live_at(index))
+    return WhyReport(index, peak, str(plan.program.instructions[index]), int(analysis.pressure[index]),
+                     analysis.maxlive, registers_used(plan.assignment), rows)
+
+
+def _row(plan: Plan, analysis, occ: Occurrences, name: str, index: int) -> WhyRow:
+    v = analysis.index[name]
+    value = plan.program.values[name]
+    defs, uses = occ.defined(v), occ.used(v)
+    reaching = defs[max(bisect.bisect_right(defs, index) - 1, 0):][:1]
+    return WhyRow(name, value.type, role_of(value), tuple(plan.assignment.get(name, ())), tuple(reaching),
+                  tuple(uses[bisect.bisect_right(uses, index):][:3]))
