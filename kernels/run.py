@@ -96,6 +96,7 @@ def _communicate(proc: subprocess.Popen, text: str, timeout: float, progress: Pr
         except subprocess.TimeoutExpired:
             if left <= CANCEL_POLL_S:
                 raise
+        text = None         # sent with the first call; a retry only goes on reading
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

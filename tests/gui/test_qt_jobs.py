@@ -14,7 +14,7 @@ from gui.qt.qt_main_window import QtMainWindow
 def _children() -> dict:
     """pid -> parent pid of every live (not zombie) process."""
     out = {}
-    for entry in os.listdir("/proc"):
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(") ", 1)[1].split()
