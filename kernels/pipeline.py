@@ -28,7 +28,7 @@ from engine.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
 from kernels.build import Limits, build_plan, compile_ptx
 from kernels.codegen import kernel_source
-from kernels.measurement import Measurement, Sweep, SweepRow, Unavailable, check_from_dict, gpu_from_dict
+from kernels.measurement import Measurement, Sweep, SweepRow, Unavailable
 from kernels.report import measurement, threads_per_block
 from kernels.run import SIMULATOR_TIMEOUT_S, run_on_gpu, simulate
 from kernels.toolchain import cuda_device, ptxas
@@ -62,10 +62,10 @@ def measure(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", limits:
     _stage(progress, 0, 3, "build")
     build = build_plan(plan, tuple(archs), spills=spills, limits=limits)
     _stage(progress, 1, 3, "simulator check")
-    sim = Unavailable(skip_simulator) if skip_simulator else check_from_dict(simulate(plan, spills, sim_timeout))
+    sim = Unavailable(skip_simulator) if skip_simulator else simulate(plan, spills, sim_timeout)
     _stage(progress, 2, 3, "GPU run")
     device = _device()
-    gpu = gpu_from_dict(run_on_gpu(plan, spills, device=device)) if device else Unavailable("no CUDA device")
+    gpu = run_on_gpu(plan, spills, device=device)
     progress.advance(3, 3)
     return measurement(plan, build, sim, gpu)
 

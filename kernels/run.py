@@ -1,10 +1,13 @@
 """Run generated kernels in a worker process with a time limit: numba's simulator or a GPU.
 
 Invariant: these functions never raise for a kernel that crashes, hangs or
-computes wrong numbers; they return a result dict whose ``error`` (one
-line) or ``ok``/``max_error`` says what happened, so a crash in a kernel
-never takes the caller down. A GPU figure without a GPU is the string
-"no CUDA device", never a number.
+computes wrong numbers: :func:`run_worker` returns the worker's reply dict
+(the process boundary), whose ``error`` (one line) or ``ok``/``max_error``
+says what happened, and the functions above it return the typed results
+of :mod:`kernels.measurement`, an ``Unavailable`` with that line when there
+is no figure; a crash in a kernel never takes the caller down. A GPU
+figure without a GPU is ``Unavailable("no CUDA device")``, never a number.
+They raise only ``Cancelled``, when the caller's progress object says so.
 """
 
 from __future__ import annotations
@@ -136,30 +139,38 @@ def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, di
     return kernel_source(plan, spills, trips), trips or {}
 
 
-def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0) -> dict:
-    """Run the plan's kernel in numba's CUDA simulator and compare with numpy."""
+def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0):
+    """Run the plan's kernel in numba's CUDA simulator and compare with numpy: a
+    :class:`~kernels.measurement.SimulatorCheck`, or an ``Unavailable`` saying why the worker gave none."""
+    from kernels.measurement import SimulatorCheck, Unavailable
+
     source, trips = simulator_source(plan, spills)
     result = run_worker({"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed},
                         simulator=True, timeout=timeout)
+    if "error" in result:
+        return Unavailable(result["error"])
     if trips:
         full = loop_trips(plan.program)
         result["trips"] = trips
         result["scope"] = (f"query tile 0 of K/V head 0, batch 0; {SIMULATOR_TRIPS} K/V tiles per loop "
                            f"(the kernel runs {max(full.values())})")
-    return result
+    return SimulatorCheck.from_dict(result)
 
 
 def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S, device: str | None = None,
-               repeats: int = 20, batch: int | None = None) -> dict:
-    """Launch, check and time the plan's kernel on the GPU; ``{"error": "no CUDA device"}`` without one."""
+               repeats: int = 20, batch: int | None = None):
+    """Launch, check and time the plan's kernel on the GPU: a :class:`~kernels.measurement.GpuRun`, or an
+    ``Unavailable`` saying why there is none (``"no CUDA device"`` when ``device`` is None)."""
+    from kernels.measurement import Unavailable, gpu_from_dict
+
     if device is None:
-        return {"error": "no CUDA device"}
+        return Unavailable("no CUDA device")
     source = kernel_source(plan, spills)
     request = {"source": source.text, "kernel": source.name, "mode": "gpu", "repeats": repeats,
                "max_registers": plan.budget}
     if batch:
         request["batch"] = batch
-    return run_worker(request, simulator=False, timeout=timeout, memory_mb=None)
+    return gpu_from_dict(run_worker(request, simulator=False, timeout=timeout, memory_mb=None))
 
 
 def build_in_worker(plan: Plan, archs=DEFAULT_BUILD_ARCHS, skip_simulator: str = "", timeout: float = 900,
