@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget
                                QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
 
-from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
+from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
@@ -578,8 +578,8 @@ class QtMainWindow(QMainWindow):
         dialog.setWindowTitle("Preferences")
         form = QFormLayout(dialog)
         arch, theme = QComboBox(), QComboBox()
-        arch.addItems(["sm_80", "sm_86", "sm_89", "sm_90"])
-        arch.setCurrentText(self.doc.session.options.get("arch", "sm_80"))
+        arch.addItems(list(ARCHS))
+        arch.setCurrentText(self.doc.session.options.get("arch", DEFAULT_ARCH))
         theme.addItems(["light", "dark"])
         form.addRow("architecture (occupancy, bank model)", arch)
         form.addRow("theme", theme)

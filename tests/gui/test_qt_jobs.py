@@ -77,3 +77,19 @@ def test_cancel_and_a_new_build_kill_the_running_build_worker_at_once(qtbot, tmp
     window.wait_for_jobs(10000)
     assert not window.jobs.busy() and not window.doc.session.measurements
     assert window.last_error is None, window.last_error
+
+
+@pytest.mark.slow
+def test_the_window_sweep_reaches_the_last_cap_with_stack_bytes(qtbot, tmp_path, monkeypatch):
+    """The window's sweep is the CLI's: it ends at 255 (the window's copy stopped at 248) and has stack bytes."""
+    monkeypatch.setenv("REGTUNE_SESSION_DIR", str(tmp_path / "session"))
+    window = QtMainWindow(restore=False, start_jobs=False)
+    qtbot.addWidget(window)
+    window.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [4, 4]})
+    window.budget_sweep()
+    window.wait_for_jobs(300000)
+    assert window.last_error is None, window.last_error
+    rows = window.sweep.rows
+    assert [r.maxrregcount for r in rows] == [*range(24, 255, 8), 255]
+    assert all(r.registers <= r.maxrregcount and r.stack_frame_bytes >= 0 for r in rows)
+    assert window.tabs.currentWidget() is window.sweep and " on sm_80: " in window.sweep.caption.text()
