@@ -300,6 +300,8 @@ class QtMainWindow(QMainWindow):
             self.refresh_compare()
 
     def refresh_compare(self) -> None:
+        from kernels.measurement import Unavailable
+
         s = self.doc.session
         planned = {}
         for name, plan in s.plans.items():
@@ -307,12 +309,12 @@ class QtMainWindow(QMainWindow):
             if cached is None or cached[0] is not plan:
                 try:
                     cached = (plan, _planned(plan))
-                except RegtuneError as e:       # shown nowhere but kept apart from the plans that have figures
-                    cached = (plan, str(e))
+                except RegtuneError as e:       # a plan whose own figures cannot be had has no column
+                    cached = (plan, Unavailable(str(e)))
                 self._planned_cache[name] = cached
             planned[name] = cached[1]
         self._compare_stale = False
-        self.compare.show_plans({n: p for n, p in planned.items() if not isinstance(p, str)},
+        self.compare.show_plans({n: p for n, p in planned.items() if not isinstance(p, Unavailable)},
                                 dict(s.measurements))
 
     def _selection_changed(self, name: str) -> None:
