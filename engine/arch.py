@@ -7,8 +7,18 @@ with its source beside it); the occupancy calculator follows NVIDIA's
 reserved 1 KB and is rounded up to 128 bytes, and the active blocks are
 the smallest of the warp, block, register and shared-memory limits.
 
+The architectures are exactly the ``resources/arch/*.toml`` files
+(:data:`ARCHS`, ordered by compute capability); adding one is adding its
+file. The defaults every interface uses are derived from that list here
+and nowhere else: :data:`DEFAULT_ARCH` (the oldest, which plans target and
+the budget sweep runs on) and :data:`DEFAULT_BUILD_ARCHS` (the oldest and
+the newest, which a build measures: the PTX is compiled once for the
+oldest, and the newest shows what a later ptxas makes of it).
+
 Examples
 --------
+>>> ARCHS[0] == DEFAULT_ARCH, DEFAULT_BUILD_ARCHS == (ARCHS[0], ARCHS[-1])
+(True, True)
 >>> a100 = load_arch("sm_80")
 >>> occ = occupancy(a100, registers=128, threads=256)
 >>> occ.active_blocks, occ.active_warps, occ.limited_by
@@ -27,7 +37,24 @@ import numpy as np
 
 from engine.errors import RegtuneError
 
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+
+
+def _registry() -> tuple[str, ...]:
+    """The names of the ``resources/arch`` data files, ordered by their compute capability."""
+    found = {}
+    for entry in (files("resources") / "arch").iterdir():
+        if entry.name.endswith(".toml"):
+            data = tomllib.loads(entry.read_text(encoding="utf-8"))
+            found[entry.name.removesuffix(".toml")] = tuple(data["compute_capability"])
+    return tuple(sorted(found, key=lambda name: (found[name], name)))
+
+
+#: every architecture known: one per file in ``resources/arch``, oldest first
+ARCHS = _registry()
+#: the architecture a plan targets and a budget sweep runs on when none is named
+DEFAULT_ARCH = ARCHS[0]
+#: the architectures a build measures when none are named: the oldest and the newest
+DEFAULT_BUILD_ARCHS = (ARCHS[0], ARCHS[-1]) if len(ARCHS) > 1 else ARCHS
 
 
 @dataclass(frozen=True)
@@ -79,7 +106,7 @@ class Arch:
 
 @functools.lru_cache(maxsize=None)
 def load_arch(name: str) -> Arch:
-    """The architecture ``name`` (``sm_80``, ``sm_86``, ``sm_89``, ``sm_90``)."""
+    """The architecture ``name``, one of :data:`ARCHS` (checked before any file is read)."""
     if name not in ARCHS:
         raise RegtuneError(f"unknown architecture {name!r} (known: {', '.join(ARCHS)})")
     data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))

@@ -3,7 +3,8 @@
 The PTX is compiled once per plan for the lowest architecture asked for
 (``cc`` is explicit; the PTX for sm_80 and sm_90 differs only in
 ``.target``) and assembled by ptxas for every architecture with
-``-maxrregcount`` = the plan's budget. Every stage is cached on disk under
+``-maxrregcount`` = the plan's budget; without a list, the architectures
+are :data:`engine.arch.DEFAULT_BUILD_ARCHS`. Every stage is cached on disk under
 the user cache directory (``$REGTUNE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/regtune``, else ``~/.cache/regtune``), keyed by the
 source, the architecture, the flags and the toolchain's versions, so a
@@ -25,15 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from engine.arch import load_arch
+from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
 from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
 from kernels.toolchain import CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
-
-DEFAULT_ARCHS = ("sm_80", "sm_90")
-
 
 def cache_dir() -> Path:
     """Where builds are cached (created on first use)."""
@@ -203,7 +201,8 @@ def _valid_measure(text: str) -> bool:
             and isinstance(report["warnings"], list) and isinstance(report["constant_bytes"], dict))
 
 
-def build_source(source: KernelSource, archs=DEFAULT_ARCHS, use_cache: bool = True, limits: Limits = Limits()) -> Build:
+def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: bool = True,
+                 limits: Limits = Limits()) -> Build:
     """Compile and measure ``source`` for every arch in ``archs`` (cached)."""
     archs = tuple(archs)
     for a in archs:
@@ -253,7 +252,7 @@ def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, 
     return ArchBuild(arch, report, sass_text, sass), ran
 
 
-def build_plan(plan: Plan, archs=DEFAULT_ARCHS, spills: str = "plan", use_cache: bool = True,
+def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,
                limits: Limits = Limits()) -> Build:
     """Generate the kernel for ``plan`` and build it (see :func:`build_source`)."""
     t = time.perf_counter()

@@ -2,7 +2,8 @@
 
 Invariant: every number here was computed from the plan or printed by a
 tool; a figure that could not be had is a string saying why ("no CUDA
-device"), never a number. Each gap between planned and actual comes with
+device"), never a number (an :class:`~kernels.measurement.Unavailable`).
+Each gap between planned and actual comes with
 a sentence naming its cause, from the figures themselves.
 
 Examples
@@ -13,11 +14,16 @@ Examples
 
 from __future__ import annotations
 
-from engine.arch import load_arch, next_register_step, occupancy
+from dataclasses import dataclass
+
+from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
 from engine.liveness import analyze
 from engine.plan import Plan, registers_used
 from engine.predict import predict
 from kernels.build import Build
+from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
+                                 PtxasFigures, SassFigures, SimulatorCheck, Unavailable)
+from kernels.toolchain import CompileReport
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
 REGISTER_GRANULE = 8
@@ -32,21 +38,23 @@ def threads_per_block(plan: Plan) -> int:
     return int((plan.options or {}).get("threads_per_block", 128))
 
 
-def planned(plan: Plan, arch: str = "sm_80") -> dict:
-    """The plan's own figures (no tool involved)."""
+def planned(plan: Plan, arch: str = DEFAULT_ARCH) -> Planned:
+    """The plan's own figures (no tool involved), its occupancy on ``arch``."""
     figures = predict(plan)
     regs = figures["registers"]
     threads = threads_per_block(plan)
     a = load_arch(arch)
-    occ = occupancy(a, regs, threads)
     step = next_register_step(a, regs, threads)
-    return {"registers": regs, "maxlive": figures["maxlive"], "spills": figures["spilled_values"],
-            "spill_stores": figures["spill_stores"], "spill_loads": figures["spill_loads"],
-            "bank_conflicts": figures["bank_conflicts"], "threads_per_block": threads,
-            "occupancy": {"arch": arch, "active_warps": occ.active_warps, "occupancy": round(occ.occupancy, 4),
-                          "limited_by": list(occ.limited_by)},
-            "next_step": (f"free {regs - step[0]} registers (to {step[0]}) to reach {step[1]} warps"
-                          if step else "registers do not limit occupancy")}
+    return Planned(regs, figures["maxlive"], figures["spilled_values"], figures["spill_stores"],
+                   figures["spill_loads"], figures["bank_conflicts"], threads, arch,
+                   _occupancy(arch, regs, threads),
+                   f"free {regs - step[0]} registers (to {step[0]}) to reach {step[1]} warps"
+                   if step else "registers do not limit occupancy")
+
+
+def _occupancy(arch: str, registers: int, threads: int) -> OccupancyFigures:
+    occ = occupancy(load_arch(arch), registers, threads)
+    return OccupancyFigures(occ.active_warps, round(occ.occupancy, 4), tuple(occ.limited_by))
 
 
 def _pairs(plan: Plan) -> int:
@@ -97,79 +105,103 @@ def spill_sentence(plan: Plan, build: Build, arch: str) -> str:
     return kept + own
 
 
-def measured(plan: Plan, build: Build) -> dict:
-    """ptxas and SASS figures per arch."""
-    out_ptxas, out_sass = {}, {}
+def ptxas_figures(report: CompileReport, threads: int) -> PtxasFigures:
+    """What ptxas reported for one arch, with the occupancy of its register count."""
+    r = report
+    return PtxasFigures(r.registers, allocated_registers(r.registers), r.spill_store_bytes, r.spill_load_bytes,
+                        r.stack_frame_bytes, r.shared_bytes, dict(r.constant_bytes), r.max_registers, r.compile_ms,
+                        tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
+
+
+def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
+    """The SASS live-range figures of one arch and the sentences explaining its gaps to the plan."""
+    s = build.archs[arch].sass
+    return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
+                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)))
+
+
+def kernel_figures(build: Build) -> KernelFigures:
+    """Whose spills the kernel carries, and how many local and global accesses reached its PTX."""
+    src = build.source
+    return KernelFigures(src.spills, src.spill_stores, src.spill_loads, build.ptx_count("st.local"),
+                         build.ptx_count("ld.local"), build.ptx_count("ld.global"), build.entry)
+
+
+def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailable,
+                gpu: GpuRun | Unavailable) -> Measurement:
+    """Everything known about ``plan``'s kernel: planned beside ptxas, SASS, simulator and GPU per arch.
+
+    The planned occupancy is on the build's first arch; ``to_dict`` of the
+    result is the report ``regtune build`` writes.
+    """
     threads = threads_per_block(plan)
-    for arch, b in build.archs.items():
-        r = b.report
-        occ = occupancy(load_arch(arch), r.registers, threads)
-        out_ptxas[arch] = {"registers": r.registers, "allocated_registers": allocated_registers(r.registers),
-                           "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
-                           "stack_frame_bytes": r.stack_frame_bytes, "shared_bytes": r.shared_bytes,
-                           "constant_bytes": r.constant_bytes, "max_registers": r.max_registers,
-                           "compile_ms": r.compile_ms, "warnings": list(r.warnings),
-                           "occupancy": {"active_warps": occ.active_warps, "occupancy": round(occ.occupancy, 4),
-                                         "limited_by": list(occ.limited_by)}}
-        out_sass[arch] = {"maxlive": b.sass.maxlive, "peak_offset": b.sass.offsets[b.sass.peak],
-                          "instructions": len(b.sass.texts), "highest_register": b.sass.highest_register(),
-                          "bank_conflicts": b.sass.bank_conflicts(load_arch(arch).bank_model),
-                          "mix": b.sass.mix(), "explanation": explain(plan, build, arch)}
-    return {"ptxas": out_ptxas, "sass": out_sass}
+    return Measurement(PlanSummary(plan.allocator, plan.budget, plan.program.name, plan.workload),
+                       planned(plan, next(iter(build.archs))),
+                       {a: ptxas_figures(b.report, threads) for a, b in build.archs.items()},
+                       {a: sass_figures(plan, build, a) for a in build.archs}, kernel_figures(build),
+                       simulator, gpu, build.toolchain, {k: round(v, 1) for k, v in build.timings_ms.items()},
+                       build.cached, Listings(build.source.text, build.ptx,
+                                              {a: b.sass_text for a, b in build.archs.items()}),
+                       build.cache_warning)
 
 
-def build_report(plan: Plan, build: Build, simulator: dict | None = None, gpu: dict | None = None) -> dict:
-    """The report ``regtune build`` writes: planned, ptxas, sass, simulator, gpu, toolchain, timings."""
-    first = next(iter(build.archs))
-    return {"plan": {"allocator": plan.allocator, "budget": plan.budget, "program": plan.program.name,
-                     "workload": plan.workload},
-            "planned": planned(plan, first), **measured(plan, build),
-            "kernel": {"spills": build.source.spills, "planned_spill_stores": build.source.spill_stores,
-                       "planned_spill_loads": build.source.spill_loads,
-                       "ptx_st_local": build.ptx_count("st.local"), "ptx_ld_local": build.ptx_count("ld.local"),
-                       "ptx_global_loads": build.ptx_count("ld.global"), "entry": build.entry},
-            "simulator": simulator if simulator is not None else {"error": "not run"},
-            "gpu": gpu if gpu is not None else {"error": "no CUDA device"},
-            "toolchain": build.toolchain, "timings_ms": {k: round(v, 1) for k, v in build.timings_ms.items()},
-            "cached": build.cached}
+#: what a measured row shows for a plan that has no measurement yet
+NOT_BUILT = "not built"
 
 
-def _check(result: dict) -> str:
-    """A simulator or GPU check as text: 'ok (max err ...)', 'MISMATCH (...)' or why there is none."""
-    if "error" in result:
-        return result["error"]
-    return f"{'ok' if result.get('ok') else 'MISMATCH'} (max err {result['max_error']:.2g})"
+@dataclass(frozen=True)
+class Column:
+    """One plan in a comparison: its planned figures, and its measurement (None: not built yet)."""
+
+    planned: Planned
+    measurement: Measurement | None = None
 
 
-def _gpu_ms(gpu: dict):
-    return gpu["error"] if "error" in gpu else round(float(gpu["median_ms"]), 4)
+def _measured(get):
+    """A row getter on a column's measurement: NOT_BUILT without one."""
+    return lambda c: NOT_BUILT if c.measurement is None else get(c.measurement)
 
 
-def _driver(gpu: dict) -> str:
-    return gpu["error"] if "error" in gpu else f"{gpu['registers']} / {gpu['local_bytes']}"
+def _on(arch: str, get):
+    """A row getter on one arch's figures of a measurement: why there are none when it was not built for it."""
+    def read(m: Measurement):
+        return get(m.ptxas[arch], m.sass[arch]) if arch in m.ptxas else f"not built for {arch}"
+    return _measured(read)
+
+
+def _gpu_ms(gpu) -> object:
+    return gpu.reason if isinstance(gpu, Unavailable) else round(float(gpu.median_ms), 4)
+
+
+def _driver(gpu) -> str:
+    return gpu.reason if isinstance(gpu, Unavailable) else f"{gpu.registers} / {gpu.local_bytes}"
 
 
 def compare_rows(archs) -> list[tuple[str, str, object]]:
-    """The rows of a planned-vs-actual comparison: (label, 'min' | 'max' | '' (better), get(report)).
+    """The rows of a planned-vs-actual comparison: (label, 'min' | 'max' | '' (better), get(column)).
 
-    ``report`` is :func:`build_report`'s dict, or just ``{"planned": planned(...)}`` for a plan not
-    built yet: then the measured getters raise KeyError and the caller shows why there is no figure.
+    ``get`` takes a :class:`Column`; a measured row of a column without a
+    measurement gives :data:`NOT_BUILT`.
+
+    Examples
+    --------
+    >>> [label for label, _, _ in compare_rows(["sm_80"])][6:8]
+    ['sm_80 ptxas registers', 'sm_80 allocated (8/thread)']
     """
-    rows = [("planned registers", "min", lambda r: r["planned"]["registers"]),
-            ("planned MAXLIVE", "min", lambda r: r["planned"]["maxlive"]),
-            ("planned spills (values)", "min", lambda r: r["planned"]["spills"]),
-            ("bank conflicts (plan model)", "min", lambda r: r["planned"]["bank_conflicts"]),
-            ("occupancy, planned (warps/SM)", "max", lambda r: r["planned"]["occupancy"]["active_warps"]),
-            ("next occupancy step", "", lambda r: r["planned"]["next_step"])]
+    rows = [("planned registers", "min", lambda c: c.planned.registers),
+            ("planned MAXLIVE", "min", lambda c: c.planned.maxlive),
+            ("planned spills (values)", "min", lambda c: c.planned.spills),
+            ("bank conflicts (plan model)", "min", lambda c: c.planned.bank_conflicts),
+            ("occupancy, planned (warps/SM)", "max", lambda c: c.planned.occupancy.active_warps),
+            ("next occupancy step", "", lambda c: c.planned.next_step)]
     for a in archs:
-        rows += [(f"{a} ptxas registers", "min", lambda r, a=a: r["ptxas"][a]["registers"]),
-                 (f"{a} allocated (8/thread)", "min", lambda r, a=a: r["ptxas"][a]["allocated_registers"]),
-                 (f"{a} spill bytes (st+ld)", "min",
-                  lambda r, a=a: r["ptxas"][a]["spill_store_bytes"] + r["ptxas"][a]["spill_load_bytes"]),
-                 (f"{a} stack frame bytes", "min", lambda r, a=a: r["ptxas"][a]["stack_frame_bytes"]),
-                 (f"{a} occupancy (warps/SM)", "max", lambda r, a=a: r["ptxas"][a]["occupancy"]["active_warps"]),
-                 (f"{a} SASS MAXLIVE", "min", lambda r, a=a: r["sass"][a]["maxlive"])]
-    rows += [("simulator check", "", lambda r: _check(r["simulator"])),
-             ("GPU time (ms)", "min", lambda r: _gpu_ms(r["gpu"])),
-             ("GPU registers / local B (driver)", "", lambda r: _driver(r["gpu"]))]
+        rows += [(f"{a} ptxas registers", "min", _on(a, lambda p, s: p.registers)),
+                 (f"{a} allocated (8/thread)", "min", _on(a, lambda p, s: p.allocated_registers)),
+                 (f"{a} spill bytes (st+ld)", "min", _on(a, lambda p, s: p.spill_bytes)),
+                 (f"{a} stack frame bytes", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
+                 (f"{a} occupancy (warps/SM)", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
+                 (f"{a} SASS MAXLIVE", "min", _on(a, lambda p, s: s.maxlive))]
+    rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
+             ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),
+             ("GPU registers / local B (driver)", "", _measured(lambda m: _driver(m.gpu)))]
     return rows

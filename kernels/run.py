@@ -1,10 +1,13 @@
 """Run generated kernels in a worker process with a time limit: numba's simulator or a GPU.
 
 Invariant: these functions never raise for a kernel that crashes, hangs or
-computes wrong numbers; they return a result dict whose ``error`` (one
-line) or ``ok``/``max_error`` says what happened, so a crash in a kernel
-never takes the caller down. A GPU figure without a GPU is the string
-"no CUDA device", never a number.
+computes wrong numbers: :func:`run_worker` returns the worker's reply dict
+(the process boundary), whose ``error`` (one line) or ``ok``/``max_error``
+says what happened, and the functions above it return the typed results
+of :mod:`kernels.measurement`, an ``Unavailable`` with that line when there
+is no figure; a crash in a kernel never takes the caller down. A GPU
+figure without a GPU is ``Unavailable("no CUDA device")``, never a number.
+They raise only ``Cancelled``, when the caller's progress object says so.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
+from engine.jobs import Cancelled, Progress
 from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source, loop_trips
 from kernels.harness import harness_for
@@ -26,18 +32,24 @@ GPU_TIMEOUT_S = 300
 SIMULATOR_TRIPS = 2
 
 
+#: how often a waiting caller asks its progress object whether the job was cancelled
+CANCEL_POLL_S = 0.05
+
 #: address space a worker may map unless the caller says otherwise (a GEMM 16x16x16 compile takes under 2 GB)
 WORKER_MEMORY_MB = 8192
 
 
-def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | None = WORKER_MEMORY_MB) -> dict:
+def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | None = WORKER_MEMORY_MB,
+               progress: Progress | None = None) -> dict:
     """Send ``request`` to ``python -m kernels.worker``; its reply, or an error for a crash, a hang or a
     worker past its limits.
 
     The worker runs in a process group of its own, capped at ``memory_mb``
     of address space (None: no cap; a GPU run needs the driver's large
-    mappings); past ``timeout`` seconds, or on Ctrl+C here, the whole group
-    is killed, so nothing it started lives on.
+    mappings); past ``timeout`` seconds, on Ctrl+C here, or within
+    :data:`CANCEL_POLL_S` of ``progress.cancelled()`` turning true (which
+    then raises ``Cancelled``), the whole group is killed, so nothing it
+    started lives on.
     """
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0"}
     request = {**request, "memory_mb": memory_mb}
@@ -47,7 +59,7 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
     with _LOCK:
         _RUNNING.add(proc)
     try:
-        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
+        stdout, stderr = _communicate(proc, json.dumps(request), timeout, progress)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
@@ -71,6 +83,24 @@ def run_worker(request: dict, simulator: bool, timeout: float, memory_mb: int | 
             why += f" (its memory limit was {memory_mb} MB)" if memory_mb else ""
         return {"error": f"the kernel worker exited with {proc.returncode}: {why[:300]}"}
     return json.loads(lines[-1])
+
+
+def _communicate(proc: subprocess.Popen, text: str, timeout: float, progress: Progress | None) -> tuple[str, str]:
+    """``proc.communicate`` that also raises ``Cancelled`` once ``progress`` is cancelled (polled every
+    :data:`CANCEL_POLL_S`); TimeoutExpired past ``timeout``."""
+    if progress is None:
+        return proc.communicate(text, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        if progress.cancelled():
+            raise Cancelled(f"the kernel worker {proc.pid} was cancelled")
+        left = deadline - time.monotonic()
+        try:
+            return proc.communicate(text, timeout=max(0.0, min(CANCEL_POLL_S, left)))
+        except subprocess.TimeoutExpired:
+            if left <= CANCEL_POLL_S:
+                raise
+        text = None         # sent with the first call; a retry only goes on reading
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -112,42 +142,62 @@ def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, di
     return kernel_source(plan, spills, trips), trips or {}
 
 
-def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0) -> dict:
-    """Run the plan's kernel in numba's CUDA simulator and compare with numpy."""
+def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0):
+    """Run the plan's kernel in numba's CUDA simulator and compare with numpy: a
+    :class:`~kernels.measurement.SimulatorCheck`, or an ``Unavailable`` saying why the worker gave none."""
+    from kernels.measurement import SimulatorCheck, Unavailable
+
     source, trips = simulator_source(plan, spills)
     result = run_worker({"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed},
                         simulator=True, timeout=timeout)
+    if "error" in result:
+        return Unavailable(result["error"])
     if trips:
         full = loop_trips(plan.program)
         result["trips"] = trips
         result["scope"] = harness_for(plan).simulator_scope(SIMULATOR_TRIPS, max(full.values()))
-    return result
+    return SimulatorCheck.from_dict(result)
 
 
 def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S, device: str | None = None,
-               repeats: int = 20, batch: int | None = None) -> dict:
-    """Launch, check and time the plan's kernel on the GPU; ``{"error": "no CUDA device"}`` without one."""
+               repeats: int = 20, batch: int | None = None):
+    """Launch, check and time the plan's kernel on the GPU: a :class:`~kernels.measurement.GpuRun`, or an
+    ``Unavailable`` saying why there is none (``"no CUDA device"`` when ``device`` is None)."""
+    from kernels.measurement import Unavailable, gpu_from_dict
+
     if device is None:
-        return {"error": "no CUDA device"}
+        return Unavailable("no CUDA device")
     source = kernel_source(plan, spills)
     request = {"source": source.text, "kernel": source.name, "mode": "gpu", "repeats": repeats,
                "max_registers": plan.budget}
     if batch:
         request["batch"] = batch
-    return run_worker(request, simulator=False, timeout=timeout, memory_mb=None)
+    return gpu_from_dict(run_worker(request, simulator=False, timeout=timeout, memory_mb=None))
 
 
-def build_in_worker(plan: Plan, archs=("sm_80", "sm_90"), simulate_too: bool = True, timeout: float = 900) -> dict:
-    """Build, measure and check ``plan`` in a worker process (what the window does on Ctrl+B)."""
+def build_in_worker(plan: Plan, archs=DEFAULT_BUILD_ARCHS, skip_simulator: str = "", timeout: float = 900,
+                    progress: Progress | None = None):
+    """:func:`kernels.pipeline.measure` of ``plan`` in a worker process (the window's Build & measure).
+
+    A :class:`~kernels.measurement.Measurement`, or an ``Unavailable`` saying
+    why the worker gave none; ``Cancelled`` (the worker killed at once) when
+    ``progress`` is cancelled.
+    """
     from engine.plan import plan_to_dict
+    from kernels.measurement import Measurement, Unavailable
 
-    return run_worker({"mode": "build", "plan": plan_to_dict(plan), "archs": list(archs),
-                       "simulate": simulate_too}, simulator=False, timeout=timeout)
+    reply = run_worker({"mode": "build", "plan": plan_to_dict(plan), "archs": list(archs),
+                        "skip_simulator": skip_simulator}, simulator=False, timeout=timeout, progress=progress)
+    return Unavailable(reply["error"]) if "error" in reply else Measurement.from_reply(reply)
 
 
-def sweep_in_worker(plan: Plan, arch: str = "sm_80", start: int = 24, stop: int = 255, timeout: float = 600) -> dict:
-    """ptxas registers, spill bytes and occupancy against -maxrregcount, in a worker process."""
+def sweep_in_worker(plan: Plan, arch: str = DEFAULT_ARCH, start: int = 24, stop: int = 255, timeout: float = 600,
+                    progress: Progress | None = None):
+    """:func:`kernels.pipeline.budget_sweep` of ``plan`` in a worker process: a
+    :class:`~kernels.measurement.Sweep`, or an ``Unavailable`` saying why there is none."""
     from engine.plan import plan_to_dict
+    from kernels.measurement import Sweep, Unavailable
 
-    return run_worker({"mode": "sweep", "plan": plan_to_dict(plan), "arch": arch, "start": start, "stop": stop},
-                      simulator=False, timeout=timeout)
+    reply = run_worker({"mode": "sweep", "plan": plan_to_dict(plan), "arch": arch, "start": start, "stop": stop},
+                       simulator=False, timeout=timeout, progress=progress)
+    return Unavailable(reply["error"]) if "error" in reply else Sweep.from_dict(reply)

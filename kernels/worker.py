@@ -7,8 +7,8 @@ with a time limit). In simulator mode the parent sets
 
 Requests: ``{"mode": "simulator" | "gpu", "source": TEXT, "kernel": NAME, ...}`` run a
 kernel; ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
-one with NVVM; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` builds, measures and checks
-a plan; ``{"mode": "sweep", "plan": PLAN, "arch": A}`` runs the -maxrregcount sweep.
+one with NVVM; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` and ``{"mode": "sweep", "plan":
+PLAN, "arch": A, "start": N, "stop": N}`` run :mod:`kernels.pipeline`'s measure and budget sweep.
 Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
 """
 
@@ -25,6 +25,9 @@ import time
 import types
 
 SIMULATOR_SWITCH_INTERVAL_S = 1e-4
+#: how often a worker checks that its parent lives: a worker started by a worker (NVVM and the simulator under
+#: a window's build) is in a process group of its own and ends this soon after its parent was killed
+PARENT_POLL_S = 0.1
 
 
 def _module(text: str) -> types.ModuleType:
@@ -158,45 +161,22 @@ def gpu(request: dict) -> dict:
 
 
 def build(request: dict) -> dict:
-    """Build and measure a plan (kernels.build), check it in the simulator, report planned vs actual."""
+    """:func:`kernels.pipeline.measure` of the request's plan: the report, the source, PTX and SASS listings."""
     from engine.plan import plan_from_dict
-    from kernels.build import build_plan
-    from kernels.report import build_report
-    from kernels.run import run_on_gpu
-    from kernels.run import simulate as run_simulator
-    from kernels.toolchain import cuda_device
+    from kernels.pipeline import measure
 
     plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names
-    spills = request.get("spills", "plan")
-    built = build_plan(plan, tuple(request.get("archs", ("sm_80", "sm_90"))), spills)
-    sim = run_simulator(plan, spills) if request.get("simulate", True) else {"error": "not run"}
-    device = cuda_device() if request.get("gpu", True) else None
-    gpu_result = run_on_gpu(plan, spills, device=device) if device else {"error": "no CUDA device"}
-    return {"report": build_report(plan, built, sim, gpu_result), "ptx": built.ptx, "source": built.source.text,
-            "sass": {arch: b.sass_text for arch, b in built.archs.items()}}
+    return measure(plan, tuple(request["archs"]), request.get("spills", "plan"),
+                   skip_simulator=request.get("skip_simulator", "")).to_reply()
 
 
 def sweep(request: dict) -> dict:
-    """ptxas at every -maxrregcount from..to (step 8) for one plan's PTX."""
-    from engine.arch import load_arch, occupancy
+    """:func:`kernels.pipeline.budget_sweep` of the request's plan."""
     from engine.plan import plan_from_dict
-    from kernels.build import compile_ptx
-    from kernels.codegen import kernel_source
-    from kernels.report import threads_per_block
-    from kernels.toolchain import ptxas
+    from kernels.pipeline import budget_sweep
 
     plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names
-    arch = load_arch(request.get("arch", "sm_80"))
-    ptx = compile_ptx(kernel_source(plan), arch.compute_capability)
-    rows = []
-    for cap in range(request.get("start", 24), request.get("stop", 255) + 1, 8):
-        r, _ = ptxas(ptx, arch.name, cap)
-        occ = occupancy(arch, r.registers, threads_per_block(plan))
-        rows.append({"maxrregcount": cap, "registers": r.registers, "spill_store_bytes": r.spill_store_bytes,
-                     "spill_load_bytes": r.spill_load_bytes, "active_warps": occ.active_warps})
-    return {"arch": arch.name, "sweep": rows}
-
-
+    return budget_sweep(plan, request["arch"], request["start"], request["stop"]).to_dict()
 
 
 def _cap_memory(megabytes) -> None:
@@ -242,7 +222,7 @@ def _watch_parent(parent: int) -> None:
     while True:
         if os.getppid() != parent:
             os.killpg(os.getpgrp(), signal.SIGKILL)
-        time.sleep(0.5)
+        time.sleep(PARENT_POLL_S)
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ import os
 import sys
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import ARCHS, load_arch, next_register_step, occupancy
+from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occupancy
 from engine.errors import RegtuneError
 from engine.fields import digits, excerpt
 from engine.limits import CHECK_SECONDS
@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true", help="skip the check by execution")
     p.set_defaults(func=cmd_allocate)
     p = sub.add_parser("occupancy", help="active warps per SM for a register count")
-    p.add_argument("--arch", default="sm_80", help=f"one of: {', '.join(ARCHS)}")
+    p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
     p.add_argument("--regs", type=budget, required=True, help="registers per thread, 1..255")
     p.add_argument("--threads", type=int, required=True, help="threads per block")
     p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes")

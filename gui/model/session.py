@@ -19,9 +19,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import fields
 from engine.allocators import allocate
+from engine.arch import DEFAULT_ARCH
 from engine.errors import RegtuneError
 from engine.jobs import NullProgress, Progress
 from engine.plan import Plan, plan_from_dict, plan_to_dict, read_text, write_text_atomic
@@ -29,11 +31,14 @@ from engine.predict import planned, predict
 from engine.workloads import WORKLOADS, check_workload
 from engine.workloads import build_workload as _build
 
+if TYPE_CHECKING:
+    from kernels.measurement import Measurement
+
 ALLOCATOR_ORDER = ("naive", "linear-scan", "chaitin-briggs", "dsatur")
 SESSION_FORMAT = "regtune-session"
 #: the first registered workload's example (GEMM 8x8x8)
 DEFAULT_WORKLOAD = next(w.to_dict(w.example) for w in WORKLOADS.values() if w.example is not None)
-DEFAULT_OPTIONS = {"arch": "sm_80", "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
+DEFAULT_OPTIONS = {"arch": DEFAULT_ARCH, "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
                    "strategies": [], "bc": 16}
 
 
@@ -90,7 +95,7 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
 
             raise Cancelled("allocation cancelled")
         plans[name] = planned(allocate(name, program, budget),
-                              workload=wl, options={**built, "arch": options.get("arch", "sm_80")})
+                              workload=wl, options={**built, "arch": options.get("arch", DEFAULT_ARCH)})
     progress.advance(len(ALLOCATOR_ORDER), len(ALLOCATOR_ORDER))
     return plans
 
@@ -104,11 +109,16 @@ class Session:
     plans: dict = field(default_factory=dict)
     current: str | None = None
     edits: list = field(default_factory=list)
+    #: plan name -> its kernels.measurement.Measurement; a plan not built yet (or edited since) has none
     measurements: dict = field(default_factory=dict)
 
     @property
     def plan(self) -> Plan | None:
         return self.plans.get(self.current)
+
+    def measurement(self, name: str | None) -> "Measurement | None":
+        """The measurement of plan ``name``; None when it was not built since it last changed."""
+        return self.measurements.get(name)
 
     def set_plan(self, name: str, plan: Plan) -> None:
         self.plans[name] = plan

@@ -1,8 +1,10 @@
 """QtComparePanel, QtSassView, QtBudgetSweep: planned against actual, the compiled kernel, the spill cliff.
 
 Planned figures come from the plan at once; measured ones after Build &
-measure (a worker process per build). A figure that could not be had shows
-why ("no CUDA device", "not built"). The best value of each row is marked.
+measure (a worker process per build). The views read the typed results of
+kernels.measurement; a figure that could not be had shows why ("no CUDA
+device"), a plan without a measurement shows "not built". The best value
+of each row is marked.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from engine.arch import DEFAULT_BUILD_ARCHS
 from gui.qt.qt_timeline import QtTimeline
-from kernels.report import compare_rows
+from kernels.report import Column, compare_rows
 
-ARCHS = ("sm_80", "sm_90")
+#: the architectures the views show: those a build measures
+ARCHS = DEFAULT_BUILD_ARCHS
 
 
 class QtComparePanel(QWidget):
@@ -33,8 +37,9 @@ class QtComparePanel(QWidget):
         layout.addWidget(self.table, 1)
         self.cells: dict = {}
 
-    def show_plans(self, planned: dict, reports: dict) -> None:
-        """``planned``: name -> kernels.report.planned(); ``reports``: name -> build report (or missing)."""
+    def show_plans(self, planned: dict, measurements: dict) -> None:
+        """``planned``: name -> kernels.measurement.Planned; ``measurements``: name -> Measurement (missing: not
+        built yet)."""
         rows = compare_rows(ARCHS)
         names = list(planned)
         self.table.clear()
@@ -45,14 +50,9 @@ class QtComparePanel(QWidget):
         self.cells = {}
         bold = QFont()
         bold.setBold(True)
+        columns = [Column(planned[name], measurements.get(name)) for name in names]
         for i, (label, better, get) in enumerate(rows):
-            values = []
-            for name in names:
-                report = reports.get(name) or {"planned": planned[name]}
-                try:
-                    values.append(get(report))
-                except KeyError:        # a measured row of a plan not built yet
-                    values.append("not built")
+            values = [get(c) for c in columns]
             numeric = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             best = (min(numeric) if better == "min" else max(numeric)) if numeric and better else None
             for j, v in enumerate(values):
@@ -100,28 +100,31 @@ class QtSassView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(split, 1)
-        self.sass = {}
-        self.report = None
+        self.measurement = None
         self.budget = None
 
-    def show_build(self, sass: dict, report: dict | None, budget: int | None) -> None:
-        """``sass``: arch -> kernels.sass.SassLiveness."""
-        self.sass, self.report, self.budget = sass, report, budget
+    @property
+    def sass(self) -> dict:
+        """arch -> kernels.sass.SassLiveness of the measurement shown."""
+        m = self.measurement
+        return {a: m.sass_liveness(a) for a in m.archs} if m is not None and m.listings is not None else {}
+
+    def show_build(self, measurement, budget: int | None) -> None:
+        """Show a kernels.measurement.Measurement that has its listings."""
+        self.measurement, self.budget = measurement, budget
         self.refresh()
 
     def refresh(self) -> None:
-        s = self.sass.get(self.arch.currentText())
+        a, m = self.arch.currentText(), self.measurement
+        s = m.sass_liveness(a) if m is not None else None
         if s is None:
             self.text.setPlainText("")
             return
         self.timeline.show_sass(s, self.budget)
         self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
-        r = self.report
-        if r:
-            a = self.arch.currentText()
-            self.caption.setText(f"{a}: ptxas {r['ptxas'][a]['registers']} registers, SASS MAXLIVE {s.maxlive} "
-                                 f"(plan: {r['planned']['registers']} registers, MAXLIVE {r['planned']['maxlive']}); "
-                                 + " ".join(r["sass"][a]["explanation"][:2]))
+        self.caption.setText(f"{a}: ptxas {m.ptxas[a].registers} registers, SASS MAXLIVE {s.maxlive} "
+                             f"(plan: {m.planned.registers} registers, MAXLIVE {m.planned.maxlive}); "
+                             + " ".join(m.sass[a].explanation[:2]))
 
     def highlight(self, row: int) -> None:
         block = self.text.document().findBlockByNumber(row)
@@ -163,14 +166,14 @@ class QtBudgetSweep(QWidget):
         layout.addWidget(self.widget, 1)
         self.rows = []
 
-    def show_sweep(self, result: dict, plan_name: str) -> None:
-        self.rows = result.get("sweep", [])
-        caps = [r["maxrregcount"] for r in self.rows]
-        self.reg_curve.setData(caps, [r["registers"] for r in self.rows])
-        self.warp_curve.setData(caps, [r["active_warps"] for r in self.rows])
-        self.spill_curve.setData(caps, [r["spill_store_bytes"] + r["spill_load_bytes"] for r in self.rows])
-        cliff = next((r["maxrregcount"] for r in reversed(self.rows)
-                      if r["spill_store_bytes"] or r["spill_load_bytes"]), None)
-        self.caption.setText(f"{plan_name} on {result.get('arch')}: "
+    def show_sweep(self, sweep, plan_name: str) -> None:
+        """Show a kernels.measurement.Sweep."""
+        self.rows = list(sweep.rows)
+        caps = [r.maxrregcount for r in self.rows]
+        self.reg_curve.setData(caps, [r.registers for r in self.rows])
+        self.warp_curve.setData(caps, [r.active_warps for r in self.rows])
+        self.spill_curve.setData(caps, [r.spill_store_bytes + r.spill_load_bytes for r in self.rows])
+        cliff = sweep.cliff()
+        self.caption.setText(f"{plan_name} on {sweep.arch}: "
                              + (f"ptxas spills at -maxrregcount {cliff} and below" if cliff
                                 else "no spills at any cap swept"))

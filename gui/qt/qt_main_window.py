@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget
                                QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
 
+from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
@@ -44,10 +45,10 @@ from gui.model.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_p
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 
 
-def _planned(plan: Plan) -> dict:
+def _planned(plan: Plan):
     from kernels.report import planned
 
-    return planned(plan, (plan.options or {}).get("arch", "sm_80"))
+    return planned(plan, (plan.options or {}).get("arch", DEFAULT_ARCH))
 
 
 def _allocate_job(progress, workload: dict, options: dict) -> dict:
@@ -55,23 +56,22 @@ def _allocate_job(progress, workload: dict, options: dict) -> dict:
 
 
 def _build_job(progress, plans: dict, archs) -> dict:
+    """name -> Measurement or Unavailable, each plan built in a worker that a cancel kills at once."""
     from kernels.run import build_in_worker
 
     out = {}
     for n, (name, plan) in enumerate(plans.items()):
         progress.advance(n, len(plans))
-        if progress.cancelled():
-            break
-        out[name] = build_in_worker(plan, archs)
+        out[name] = build_in_worker(plan, archs, progress=progress)
     progress.advance(len(plans), len(plans))
     return out
 
 
-def _sweep_job(progress, plan: Plan, arch: str) -> dict:
+def _sweep_job(progress, plan: Plan, arch: str):
     from kernels.run import sweep_in_worker
 
     progress.advance(0, 1)
-    return sweep_in_worker(plan, arch)
+    return sweep_in_worker(plan, arch, progress=progress)
 
 
 def _doctor_job(progress) -> str:
@@ -97,7 +97,6 @@ class QtMainWindow(QMainWindow):
         self.stack = QUndoStack(self)
         self.jobs = QtJobRunner(self)
         self.last_error: str | None = None
-        self.sass_builds: dict = {}
         self._redraw_pending = False
         self._graph_stale = self._compare_stale = True
         self._planned_cache: dict = {}
@@ -307,6 +306,8 @@ class QtMainWindow(QMainWindow):
             self.refresh_compare()
 
     def refresh_compare(self) -> None:
+        from kernels.measurement import Unavailable
+
         s = self.doc.session
         planned = {}
         for name, plan in s.plans.items():
@@ -314,13 +315,13 @@ class QtMainWindow(QMainWindow):
             if cached is None or cached[0] is not plan:
                 try:
                     cached = (plan, _planned(plan))
-                except RegtuneError as e:
-                    cached = (plan, {"error": str(e)})
+                except RegtuneError as e:       # a plan whose own figures cannot be had has no column
+                    cached = (plan, Unavailable(str(e)))
                 self._planned_cache[name] = cached
             planned[name] = cached[1]
         self._compare_stale = False
-        reports = {n: m.get("report") for n, m in s.measurements.items() if m.get("report")}
-        self.compare.show_plans({n: p for n, p in planned.items() if "error" not in p}, reports)
+        self.compare.show_plans({n: p for n, p in planned.items() if not isinstance(p, Unavailable)},
+                                dict(s.measurements))
 
     def _selection_changed(self, name: str) -> None:
         self.timeline.set_selection(name or None)
@@ -513,19 +514,16 @@ class QtMainWindow(QMainWindow):
     def build_and_measure(self, plans: dict | None = None) -> None:
         plans = plans or dict(self.doc.session.plans)
         self.status_text.setText(f"building and measuring {len(plans)} kernels (NVVM, ptxas, nvdisasm, simulator)...")
-        self.jobs.start("build", _build_job, (plans, ("sm_80", "sm_90")), on_done=self._built,
+        self.jobs.start("build", _build_job, (plans, DEFAULT_BUILD_ARCHS), on_done=self._built,
                         on_error=self._job_failed)
 
     def _built(self, results: dict) -> None:
-        from kernels.sass import parse_sass
+        from kernels.measurement import Unavailable
 
-        failures = []
+        failures = [f"{name}: {r.reason}" for name, r in results.items() if isinstance(r, Unavailable)]
         for name, result in results.items():
-            if "error" in result:
-                failures.append(f"{name}: {result['error']}")
-                continue
-            self.sass_builds[name] = {a: parse_sass(t) for a, t in result["sass"].items()}
-            self.doc.set_measurement(name, result)
+            if not isinstance(result, Unavailable):
+                self.doc.set_measurement(name, result)
         if failures:
             notifications.notify(failures[0], "\n".join(failures))
         self._show_sass_of_current()
@@ -533,23 +531,24 @@ class QtMainWindow(QMainWindow):
                                  (f", {len(failures)} failed" if failures else ""))
 
     def _show_sass_of_current(self) -> None:
-        name = self.doc.session.current
-        m = self.doc.session.measurements.get(name)
-        if m and name in self.sass_builds:
-            self.sass_view.show_build(self.sass_builds[name], m["report"], self.doc.plan.budget)
+        m = self.doc.session.measurement(self.doc.session.current)
+        if m is not None:
+            self.sass_view.show_build(m, self.doc.plan.budget)
 
     def budget_sweep(self) -> None:
         plan = self.doc.plan
         if plan is None:
             return
         name = self.doc.session.current
-        arch = self.doc.session.options.get("arch", "sm_80")
+        arch = self.doc.session.options.get("arch", DEFAULT_ARCH)
         self.jobs.start("sweep", _sweep_job, (plan, arch),
                         on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
 
-    def _swept(self, result: dict, name: str) -> None:
-        if "error" in result:
-            notifications.notify(result["error"])
+    def _swept(self, result, name: str) -> None:
+        from kernels.measurement import Unavailable
+
+        if isinstance(result, Unavailable):
+            notifications.notify(result.reason)
             return
         self.sweep.show_sweep(result, name)
         self.tabs.setCurrentWidget(self.sweep)
@@ -572,8 +571,8 @@ class QtMainWindow(QMainWindow):
         dialog.setWindowTitle("Preferences")
         form = QFormLayout(dialog)
         arch, theme = QComboBox(), QComboBox()
-        arch.addItems(["sm_80", "sm_86", "sm_89", "sm_90"])
-        arch.setCurrentText(self.doc.session.options.get("arch", "sm_80"))
+        arch.addItems(list(ARCHS))
+        arch.setCurrentText(self.doc.session.options.get("arch", DEFAULT_ARCH))
         theme.addItems(["light", "dark"])
         form.addRow("architecture (occupancy, bank model)", arch)
         form.addRow("theme", theme)

@@ -86,6 +86,6 @@ def test_without_a_display_the_window_command_says_so_in_one_line(monkeypatch, c
 
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(name, raising=False)
-    assert command([]) == 2
+    assert command([]) == 2                 # the window's commands are joined in by gui.entry
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("regtune: error: no display to open the window on")

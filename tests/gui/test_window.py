@@ -143,12 +143,12 @@ def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(w
     window.build_and_measure({window.doc.session.current: window.doc.plan})
     window.wait_for_jobs()
     assert window.last_error is None, window.last_error
-    m = window.doc.session.measurements[window.doc.session.current]
+    m = window.doc.session.measurement(window.doc.session.current)
     import re
 
-    offsets = [int(x or 0) for x in re.findall(r"st\.global\.f32\s+\[%rd\d+\+?(\d+)?\]", m["ptx"])]
+    offsets = [int(x or 0) for x in re.findall(r"st\.global\.f32\s+\[%rd\d+\+?(\d+)?\]", m.listings.ptx)]
     assert offsets[:2] == [108, 0]
-    assert m["report"]["simulator"]["ok"] is True
+    assert m.simulator.ok is True
     assert "sm_80" in window.sass_view.sass and window.sass_view.timeline.data is not None
     window.tabs.setCurrentWidget(window.compare)
     label = "sm_80 ptxas registers"

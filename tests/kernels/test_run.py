@@ -8,7 +8,9 @@ import time
 import pytest
 
 from engine.allocators import ALLOCATORS
+from engine.jobs import Cancelled
 from engine.edits import Assign, Move, Spill, apply_edit
+from kernels.measurement import GpuRun, SimulatorCheck, Unavailable
 from kernels.run import run_on_gpu, run_worker, simulate
 from kernels.toolchain import cuda_device
 from tests.kernels.conftest import gemm_plan, mha_plan
@@ -17,8 +19,8 @@ from tests.kernels.conftest import gemm_plan, mha_plan
 @pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
 def test_simulator_matches_numpy_for_every_allocator(allocator):
     result = simulate(gemm_plan(5, 6, 7, allocator, budget=32, tile=(5, 3)))
-    assert "error" not in result, result
-    assert result["ok"] and result["max_error"] <= result["tolerance"] * 7 and result["runs"] == 2
+    assert isinstance(result, SimulatorCheck), result
+    assert result.ok and result.max_error <= result.tolerance * 7 and result.runs == 2
 
 
 def test_simulator_matches_numpy_for_hand_edited_plans():
@@ -31,7 +33,7 @@ def test_simulator_matches_numpy_for_hand_edited_plans():
     reassigned = apply_edit(moved.plan, Assign("b_0_0", (40,)))
     for plan in (spilled.plan, moved.plan, reassigned.plan):
         result = simulate(plan.with_(allocator="hand"))
-        assert result.get("ok"), result
+        assert isinstance(result, SimulatorCheck) and result.ok, result
 
 
 def test_a_kernel_that_computes_wrong_numbers_is_reported_not_raised():
@@ -66,6 +68,32 @@ def test_a_worker_killed_at_its_limit_takes_its_process_group_along(tmp_path):
     with open(f"/proc/{child}/stat") if os.path.exists(f"/proc/{child}/stat") else open(os.devnull) as f:
         state = f.read().split(") ")[-1][:1]
     assert state in ("", "Z"), f"the worker's child {child} still runs (state {state})"
+
+
+class _CancelWhenRunning:
+    """A real progress object (engine.jobs.Progress) whose job is cancelled once the worker wrote ``pid_file``."""
+
+    def __init__(self, pid_file):
+        self.pid_file, self.at = pid_file, None
+
+    def advance(self, done: int, total: int) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        if self.at is None and self.pid_file.exists() and self.pid_file.read_text():
+            self.at = time.monotonic()
+        return self.at is not None
+
+
+def test_a_cancelled_wait_kills_the_worker_group_at_once(tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    source = f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass\n"
+    progress = _CancelWhenRunning(pid_file)
+    with pytest.raises(Cancelled, match="was cancelled"):
+        run_worker({"source": source, "kernel": "k", "mode": "simulator"}, True, 300, progress=progress)
+    assert time.monotonic() - progress.at < 0.5
+    worker = int(pid_file.read_text())
+    assert not os.path.exists(f"/proc/{worker}"), f"worker {worker} outlived the cancel"
 
 
 def test_a_worker_ends_when_its_parent_is_killed(tmp_path):
@@ -109,7 +137,7 @@ def test_without_a_gpu_the_gpu_figures_say_why():
     # the worker itself asks the driver (no simulator) and answers with the reason, not a number
     result = run_worker({"source": source.text, "kernel": source.name, "mode": "gpu"}, False, 120)
     assert result == {"error": "no CUDA device"}
-    assert run_on_gpu(gemm_plan(2, 2, 2), device=None) == {"error": "no CUDA device"}
+    assert run_on_gpu(gemm_plan(2, 2, 2), device=None) == Unavailable("no CUDA device")
 
 
 def test_on_a_gpu_the_kernel_is_checked_timed_and_its_registers_read():
@@ -117,12 +145,13 @@ def test_on_a_gpu_the_kernel_is_checked_timed_and_its_registers_read():
     if device is None:
         pytest.skip("no CUDA device: GPU launch and timing need one")
     result = run_on_gpu(gemm_plan(8, 8, 8), device=device, repeats=5)
-    assert result["ok"] and result["median_ms"] > 0 and result["registers"] > 0
+    assert isinstance(result, GpuRun), result
+    assert result.ok and result.median_ms > 0 and result.registers > 0
 
 
 @pytest.mark.slow
 def test_simulator_matches_numpy_for_mha_at_a_small_size():
     for plan in (mha_plan(allocator="dsatur"), mha_plan(head_dim=32, groups=2, strategies=("fp16-softmax",))):
         result = simulate(plan)
-        assert result.get("ok"), result
-        assert result["trips"] and "K/V tiles per loop" in result["scope"]
+        assert isinstance(result, SimulatorCheck) and result.ok, result
+        assert result.trips and "K/V tiles per loop" in result.scope

@@ -40,7 +40,7 @@ def test_every_offered_register_keeps_a_valid_plan_valid(gemm_plans):
     a = analyze(plan.program)
     for name in a.names[::7]:
         for regs in free_registers(plan, a, name)[:3]:
-            result = apply_edit(plan, Assign(name, regs), execute=False)
+            result = apply_edit(plan, Assign(name, regs))
             assert not result.rejected and not result.conflicts, (name, regs, result.conflicts[:1])
 
 

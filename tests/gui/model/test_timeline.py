@@ -8,7 +8,7 @@ from gui.model.timeline import BAR_ROLES, plan_timeline
 
 
 def test_a_bar_per_segment_per_register_and_one_per_spill_slot(gemm_plans):
-    plan = apply_edit(gemm_plans["dsatur"], Spill("acc_2_2"), execute=False).plan
+    plan = apply_edit(gemm_plans["dsatur"], Spill("acc_2_2")).plan
     a = analyze(plan.program)
     d = plan_timeline(plan, a)
     widths = a.widths[a.seg_value]
@@ -33,7 +33,7 @@ def test_the_role_bars_partition_every_bar(gemm_plans):
 
 def test_conflict_bars_cover_each_conflicts_instruction(gemm_plans):
     plan = gemm_plans["dsatur"]
-    result = apply_edit(plan, Assign("acc_0_0", plan.assignment["acc_0_1"]), execute=False)
+    result = apply_edit(plan, Assign("acc_0_0", plan.assignment["acc_0_1"]))
     assert result.conflicts
     d = plan_timeline(result.plan, analyze(result.plan.program))
     bars = d.conflict_bars(result.conflicts)

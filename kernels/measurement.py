@@ -1,0 +1,329 @@
+"""Typed results of the kernels pipeline: what was planned, what the tools measured, what could not be had.
+
+Invariant: these frozen dataclasses are what crosses module boundaries
+(the CLI, the window, the session); dicts exist only at process and file
+boundaries, made by ``to_dict`` and read back by ``from_dict``, and
+``X.from_dict(x.to_dict()) == x`` for every result ``x``. A figure that
+could not be had is an :class:`Unavailable` carrying the reason ("no CUDA
+device"), never a number; a plan not built yet has no :class:`Measurement`
+at all (``None``), never a half-filled one.
+
+Examples
+--------
+>>> gpu = check_from_dict({"error": "no CUDA device"})
+>>> gpu, gpu.to_dict()
+(Unavailable(reason='no CUDA device'), {'error': 'no CUDA device'})
+>>> row = SweepRow(32, 32, 8, 8, 16, 32, 0.5)
+>>> SweepRow.from_dict(row.to_dict()) == row
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, fields
+
+
+def _plain(value):
+    """A field's value as JSON data: records by their ``to_dict``, tuples as lists."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class _Record:
+    """to_dict/from_dict by field name; ``_NESTED`` names the fields read by another record's from_dict."""
+
+    _NESTED: dict = {}
+    _TUPLES: tuple = ()
+
+    def to_dict(self) -> dict:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                if not (f.default is None and getattr(self, f.name) is None)}
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for name, read in cls._NESTED.items():
+            if name in values:
+                values[name] = read(values[name])
+        for name in cls._TUPLES:
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A figure that could not be had, and why (``"no CUDA device"``, ``"not run (--no-simulate)"``)."""
+
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"error": self.reason}
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class OccupancyFigures(_Record):
+    """Active warps per SM at some register count, and what limits them."""
+
+    active_warps: int
+    occupancy: float
+    limited_by: tuple = ()
+    _TUPLES = ("limited_by",)
+
+
+@dataclass(frozen=True)
+class Planned(_Record):
+    """The plan's own figures, no tool involved (:func:`kernels.report.planned`)."""
+
+    registers: int
+    maxlive: int
+    spills: int
+    spill_stores: int
+    spill_loads: int
+    bank_conflicts: int
+    threads_per_block: int
+    arch: str
+    occupancy: OccupancyFigures
+    next_step: str
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out["occupancy"] = {"arch": out.pop("arch"), **out["occupancy"]}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Planned":
+        occ = dict(data["occupancy"])
+        return super().from_dict({**data, "arch": occ.pop("arch"), "occupancy": OccupancyFigures.from_dict(occ)})
+
+
+@dataclass(frozen=True)
+class PtxasFigures(_Record):
+    """What ``ptxas -v`` reported for one architecture, with the occupancy its register count gives."""
+
+    registers: int
+    allocated_registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_frame_bytes: int
+    shared_bytes: int
+    constant_bytes: dict
+    max_registers: int | None
+    compile_ms: float
+    warnings: tuple
+    occupancy: OccupancyFigures
+    _NESTED = {"occupancy": OccupancyFigures.from_dict}
+    _TUPLES = ("warnings",)
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+
+@dataclass(frozen=True)
+class SassFigures(_Record):
+    """The SASS live ranges of one architecture, and the sentences explaining the gaps to the plan."""
+
+    maxlive: int
+    peak_offset: int
+    instructions: int
+    highest_register: int
+    bank_conflicts: int
+    mix: dict
+    explanation: tuple
+    _TUPLES = ("explanation",)
+
+
+@dataclass(frozen=True)
+class KernelFigures(_Record):
+    """The generated kernel: whose spills it carries, and what of them reached the PTX."""
+
+    spills: str
+    planned_spill_stores: int
+    planned_spill_loads: int
+    ptx_st_local: int
+    ptx_ld_local: int
+    ptx_global_loads: int
+    entry: str
+
+
+@dataclass(frozen=True)
+class SimulatorCheck(_Record):
+    """A run in numba's CUDA simulator compared with numpy (``scope``: what an MHA run covered)."""
+
+    ok: bool
+    max_error: float
+    tolerance: float
+    runs: int
+    seconds: float
+    trips: dict | None = None
+    scope: str | None = None
+
+    def __str__(self) -> str:
+        return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
+
+
+@dataclass(frozen=True)
+class GpuRun(_Record):
+    """A launch on a CUDA device: checked against numpy, timed with CUDA events, registers from the driver."""
+
+    ok: bool
+    max_error: float
+    tolerance: float
+    device: str
+    median_ms: float
+    repeats: int
+    batch: int
+    registers: int
+    local_bytes: int
+    reference_ms: dict | None = None
+
+    def __str__(self) -> str:
+        return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
+
+
+def check_from_dict(data: dict) -> SimulatorCheck | Unavailable:
+    """A simulator result from its worker's reply: the check, or why there is none."""
+    return Unavailable(data["error"]) if "error" in data else SimulatorCheck.from_dict(data)
+
+
+def gpu_from_dict(data: dict) -> GpuRun | Unavailable:
+    """A GPU result from its worker's reply: the run, or why there is none."""
+    return Unavailable(data["error"]) if "error" in data else GpuRun.from_dict(data)
+
+
+@dataclass(frozen=True)
+class PlanSummary(_Record):
+    """Which plan a measurement is of."""
+
+    allocator: str
+    budget: int
+    program: str
+    workload: dict | None
+
+
+@dataclass(frozen=True)
+class Listings:
+    """The texts a build produced: the kernel source, its PTX, and the SASS listing per architecture."""
+
+    source: str
+    ptx: str
+    sass: dict
+
+
+def _measurement_fields() -> dict:
+    return {"plan": PlanSummary.from_dict, "planned": Planned.from_dict,
+            "ptxas": lambda d: {a: PtxasFigures.from_dict(v) for a, v in d.items()},
+            "sass": lambda d: {a: SassFigures.from_dict(v) for a, v in d.items()},
+            "kernel": KernelFigures.from_dict, "simulator": check_from_dict, "gpu": gpu_from_dict}
+
+
+@dataclass(frozen=True)
+class Measurement(_Record):
+    """A plan's kernel built and measured: planned figures beside ptxas, SASS, simulator and GPU per arch.
+
+    ``to_dict`` is the report ``regtune build`` writes (report.json);
+    :meth:`to_reply`/:meth:`from_reply` add the listings for the worker's reply.
+    """
+
+    plan: PlanSummary
+    planned: Planned
+    ptxas: dict
+    sass: dict
+    kernel: KernelFigures
+    simulator: SimulatorCheck | Unavailable
+    gpu: GpuRun | Unavailable
+    toolchain: str
+    timings_ms: dict
+    cached: bool
+    listings: Listings | None = field(default=None, compare=False)
+    #: a note for the user when the build cache could not be used (not part of the report)
+    cache_warning: str = field(default="", compare=False)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return tuple(self.ptxas)
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        out.pop("listings", None)
+        out.pop("cache_warning", None)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict, listings: Listings | None = None) -> "Measurement":
+        values = {name: read(data[name]) for name, read in _measurement_fields().items()}
+        return cls(**values, toolchain=data["toolchain"], timings_ms=dict(data["timings_ms"]),
+                   cached=data["cached"], listings=listings)
+
+    def to_reply(self) -> dict:
+        """The worker's reply: the report and the listings."""
+        listings = self.listings or Listings("", "", {})
+        return {"report": self.to_dict(), "ptx": listings.ptx, "source": listings.source, "sass": dict(listings.sass)}
+
+    @classmethod
+    def from_reply(cls, reply: dict) -> "Measurement":
+        return cls.from_dict(reply["report"], Listings(reply["source"], reply["ptx"], dict(reply["sass"])))
+
+    @functools.cached_property
+    def _parsed(self) -> dict:
+        return {}
+
+    def sass_liveness(self, arch: str):
+        """The parsed SASS listing of ``arch`` (a :class:`kernels.sass.SassLiveness`), None without listings."""
+        from kernels.sass import parse_sass
+
+        if self.listings is None or arch not in self.listings.sass:
+            return None
+        if arch not in self._parsed:
+            self._parsed[arch] = parse_sass(self.listings.sass[arch])
+        return self._parsed[arch]
+
+
+@dataclass(frozen=True)
+class SweepRow(_Record):
+    """ptxas at one ``-maxrregcount``: registers, spill and stack bytes, and the occupancy they give."""
+
+    maxrregcount: int
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_frame_bytes: int
+    active_warps: int
+    occupancy: float
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_store_bytes or self.spill_load_bytes)
+
+
+@dataclass(frozen=True)
+class Sweep(_Record):
+    """A budget sweep of one plan's PTX on one architecture, a row per cap, caps ascending."""
+
+    arch: str
+    threads_per_block: int
+    rows: tuple
+    _NESTED = {"rows": lambda rows: tuple(SweepRow.from_dict(r) for r in rows)}
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "threads_per_block": self.threads_per_block,
+                "sweep": [r.to_dict() for r in self.rows]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Sweep":
+        return super().from_dict({**data, "rows": data["sweep"]})
+
+    def cliff(self) -> int | None:
+        """The highest cap at which ptxas spills (None: it spills at no cap swept)."""
+        return next((r.maxrregcount for r in reversed(self.rows) if r.spills), None)

@@ -1,0 +1,101 @@
+"""The kernels pipeline, once: measure a plan (build, simulate, run) and sweep its register cap.
+
+``regtune build``, ``regtune compare``, ``regtune budget-sweep``, the
+window's Build & measure and Budget sweep (through the worker's ``build``
+and ``sweep`` modes) all call :func:`measure` and :func:`budget_sweep`;
+nothing else builds a report or a sweep.
+
+Invariant: each function returns a typed result
+(:class:`~kernels.measurement.Measurement`, :class:`~kernels.measurement.Sweep`);
+a simulator or GPU figure that could not be had is an ``Unavailable`` with
+its reason, and the GPU runs the very kernel that was built (same spills).
+It reports its stages to a progress object and stops with ``Cancelled``
+between them once that object says so.
+
+Examples
+--------
+>>> sweep_caps(32, 255)[-3:], sweep_caps(24, 40)
+([240, 248, 255], [24, 32, 40])
+"""
+
+from __future__ import annotations
+
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
+from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, occupancy
+from engine.jobs import Cancelled, NullProgress, Progress
+from engine.plan import Plan
+from kernels.build import Limits, build_plan, compile_ptx
+from kernels.codegen import kernel_source
+from kernels.measurement import Measurement, Sweep, SweepRow, Unavailable
+from kernels.report import measurement, threads_per_block
+from kernels.run import SIMULATOR_TIMEOUT_S, run_on_gpu, simulate
+from kernels.toolchain import cuda_device, ptxas
+
+#: the step between the caps of a budget sweep
+SWEEP_STEP = 8
+
+
+def _stage(progress: Progress, done: int, total: int, what: str) -> None:
+    if progress.cancelled():
+        raise Cancelled(f"{what} cancelled")
+    progress.advance(done, total)
+
+
+@functools.lru_cache(maxsize=1)
+def _device() -> str | None:
+    """The CUDA device, asked once per process (each ask starts a Python that imports numba)."""
+    return cuda_device()
+
+
+def measure(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", limits: Limits = Limits(),
+            skip_simulator: str = "", sim_timeout: float = SIMULATOR_TIMEOUT_S,
+            progress: Progress | None = None) -> Measurement:
+    """Build ``plan``'s kernel for ``archs``, measure it, check it in the simulator and, with a device, on the GPU.
+
+    ``skip_simulator``: when not empty, the simulator is not run and this is
+    the reason its figure shows. A note on an unusable build cache is in
+    ``Measurement.cache_warning``.
+    """
+    progress = progress or NullProgress()
+    _stage(progress, 0, 3, "build")
+    build = build_plan(plan, tuple(archs), spills=spills, limits=limits)
+    _stage(progress, 1, 3, "simulator check")
+    sim = Unavailable(skip_simulator) if skip_simulator else simulate(plan, spills, sim_timeout)
+    _stage(progress, 2, 3, "GPU run")
+    device = _device()
+    gpu = run_on_gpu(plan, spills, device=device)
+    progress.advance(3, 3)
+    return measurement(plan, build, sim, gpu)
+
+
+def sweep_caps(start: int, stop: int) -> list[int]:
+    """The caps a sweep from ``start`` to ``stop`` tries: every :data:`SWEEP_STEP`-th, and ``stop`` itself."""
+    caps = list(range(start, stop + 1, SWEEP_STEP))
+    return caps if caps[-1] == stop else [*caps, stop]
+
+
+def budget_sweep(plan: Plan, arch: str = DEFAULT_ARCH, start: int = 24, stop: int = 255,
+                 limits: Limits = Limits(), progress: Progress | None = None) -> Sweep:
+    """ptxas registers, spill and stack bytes and occupancy of ``plan``'s PTX at each cap of :func:`sweep_caps`.
+
+    The PTX is compiled once (NVVM, in a worker under ``limits``); ptxas
+    runs once per cap, two at a time.
+    """
+    progress = progress or NullProgress()
+    a = load_arch(arch)
+    caps = sweep_caps(start, stop)
+    _stage(progress, 0, len(caps) + 1, "budget sweep")
+    ptx = compile_ptx(kernel_source(plan), a.compute_capability, limits)
+    _stage(progress, 1, len(caps) + 1, "budget sweep")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda cap: ptxas(ptx, a.name, cap)[0], caps))
+    threads = threads_per_block(plan)
+    rows = []
+    for cap, r in zip(caps, reports):
+        occ = occupancy(a, r.registers, threads)
+        rows.append(SweepRow(cap, r.registers, r.spill_store_bytes, r.spill_load_bytes, r.stack_frame_bytes,
+                             occ.active_warps, round(occ.occupancy, 4)))
+    progress.advance(len(caps) + 1, len(caps) + 1)
+    return Sweep(a.name, threads, tuple(rows))
