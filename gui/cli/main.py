@@ -183,6 +183,7 @@ def execution_summary(check: ExecutionCheck, program: Program) -> str:
 
     Examples
     --------
+    >>> from engine.ir import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
     >>> execution_summary(ExecutionCheck((0, 1, 2), 3, 3, 3, None), p)
     'verified by execution on 3 inputs (3 stores compared, all 3 instructions executed)'

@@ -8,6 +8,7 @@ import pytest
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
+from engine.inputs import InputModel
 from engine.ir import Program, parse
 from engine.workloads import (WORKLOADS, Flag, Workload, check_workload, config_label, parse_config_label, register,
                               unregister, workload_named)
@@ -85,6 +86,10 @@ class DotWorkload:
     def check_options(self, config, options, where):
         fields.exact_keys(options, ("threads_per_block", "arch"), where)
         return dict(options)
+
+    def input_model(self, config, options):
+        # one block of 32 threads and a batch that ends inside it: both sides of the guard get drawn
+        return InputModel.of({"%tid.x": (0, 31), "%ctaid.x": (0, 0), "batch": (8, 24)})
 
     def from_flags(self, values):
         return Dot(values["length"]), {}
@@ -167,8 +172,8 @@ def test_a_toy_workload_runs_analyze_allocate_and_check_through_the_registry(dot
     assert main(["analyze", "dot"]) == 2 and "dot needs --length" in capsys.readouterr().err
     assert main(["configs", "dot", "--count"]) == 0 and capsys.readouterr().out == "7\n"
     path = _allocated(tmp_path, capsys)
-    plan, compared = admit_plan(str(path))
-    assert compared > 0 and plan.workload == {"kind": "dot", "length": 5}
+    plan, check = admit_plan(str(path))
+    assert check.verified and check.stores > 0 and plan.workload == {"kind": "dot", "length": 5}
     assert main(["check", str(path)]) == 0 and "its kernel module can be generated" in capsys.readouterr().out
     assert config_label(plan.workload) == "dot 5" and parse_config_label("dot 5") == plan.workload
 
