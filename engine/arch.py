@@ -190,15 +190,16 @@ def next_register_step(arch: Arch, registers: int, threads: int, shared_bytes: i
     return None
 
 
-def bank_conflicts(program, assignment: dict, model: BankModel) -> tuple[int, list[tuple[int, int]]]:
+def bank_conflicts(program, assignment: dict, model: BankModel, analysis=None) -> tuple[int, list[tuple[int, int]]]:
     """Predicted bank conflicts of an allocated program: the total and (instruction, cycles) pairs.
 
     Each instruction's distinct source registers (operands, both halves of
     a pair) are counted per bank; see :meth:`BankModel.conflicts`.
+    ``analysis``, the caller's liveness analysis of ``program``, saves computing it again.
     """
     from engine.liveness import analyze
 
-    analysis = analyze(program)
+    analysis = analysis if analysis is not None else analyze(program)
     reads = analysis.operand_reads
     get = assignment.get
     base = np.fromiter(((get(name) or (-1,))[0] for name in analysis.names), dtype=np.int64, count=len(analysis.names))

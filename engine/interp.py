@@ -456,8 +456,12 @@ def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
     return memory[key]
 
 
-def _prepared(program: Program, registers: dict | None) -> tuple:
-    """The decoded program for virtual (``registers`` None) or physical registers."""
+def decode(program: Program, registers: dict | None = None) -> tuple:
+    """The decoded program for virtual (``registers`` None) or physical registers: what a run executes.
+
+    A caller that runs one program many times (engine.verify.ReferenceRuns)
+    decodes it once and passes the result to :func:`run` and :func:`run_together`.
+    """
     keys = _virtual_keys(program) if registers is None else _physical_keys(program, registers)
     return _decode(program, keys)
 
@@ -476,7 +480,8 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
 
 
 def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000,
-                 deadline: float | None = None, model: InputModel = GENERIC) -> list[Trace] | None:
+                 deadline: float | None = None, model: InputModel = GENERIC,
+                 decoded: tuple | None = None) -> list[Trace] | None:
     """Run several seeds in lockstep: their traces, in the order of ``seeds``; None where that could not be done.
 
     The traces are exactly those single runs would give. When the seeds
@@ -493,7 +498,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
     True
     """
     try:
-        return _Run(program, _prepared(program, registers), tuple(seeds), registers, max_steps, deadline,
+        return _Run(program, decoded or decode(program, registers), tuple(seeds), registers, max_steps, deadline,
                     model).execute()
     except TimeLimitError:
         raise
@@ -502,7 +507,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
 
 
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
-        deadline: float | None = None, model: InputModel = GENERIC) -> Trace:
+        deadline: float | None = None, model: InputModel = GENERIC, decoded: tuple | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 
     Parameters
@@ -512,6 +517,8 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     max_steps : the run stops with an error after this many instructions.
     deadline : a ``time.monotonic()`` past which the run stops with an error (None: no time limit).
     model : the ranges the run's inputs (parameters, special registers) are drawn from on ``seed``.
+    decoded : :func:`decode`'s result for ``program`` and ``registers``, when the caller keeps it.
 
     """
-    return _Run(program, _prepared(program, registers), (seed,), registers, max_steps, deadline, model).execute()[0]
+    return _Run(program, decoded or decode(program, registers), (seed,), registers, max_steps, deadline,
+                model).execute()[0]

@@ -149,8 +149,10 @@ class Instruction:
 
 
 def _uses(operands: tuple, guard: str | None) -> tuple[str, ...]:
-    names = tuple(op.name for op in operands if type(op) is Use)
-    return names + (guard,) if guard is not None else names
+    names = [op.name for op in operands if op.__class__ is Use]
+    if guard is not None:
+        names.append(guard)
+    return tuple(names)
 
 
 @dataclass(frozen=True)

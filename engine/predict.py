@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.arch import bank_conflicts, load_arch
+from engine.arch import DEFAULT_ARCH, bank_conflicts, load_arch
 from engine.errors import InterpreterError
 from engine.ir import Program
 from engine.liveness import Analysis, analyze
@@ -53,7 +53,7 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
         "spill_loads": len(code.loads),
         "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
         "moves": moves(plan.program, plan.assignment),
-        **_banks(plan),
+        **_banks(plan, analysis),
     }
 
 
@@ -72,10 +72,10 @@ def moves(program: Program, assignment: dict) -> int:
                and assignment.get(ins.defs[0].name) != assignment.get(ins.uses[0]))
 
 
-def _banks(plan: Plan) -> dict:
-    """Bank conflicts of the assignment under the plan's arch (sm_80 when it names none)."""
-    arch = load_arch(plan.options.get("arch", "sm_80"))
-    total, _ = bank_conflicts(plan.program, plan.assignment, arch.bank_model)
+def _banks(plan: Plan, analysis: Analysis) -> dict:
+    """Bank conflicts of the assignment under the plan's arch (the default arch when it names none)."""
+    arch = load_arch(plan.options.get("arch", DEFAULT_ARCH))
+    total, _ = bank_conflicts(plan.program, plan.assignment, arch.bank_model, analysis)
     return {"bank_conflicts": total, "bank_model": f"{arch.name}: {arch.bank_model.name}"}
 
 

@@ -37,7 +37,7 @@ def evaluate_program(program, budget: int = 255) -> dict:
            "naive_demand": naive_demand(analysis), "allocators": {}}
     for name in sorted(ALLOCATORS):
         a = allocate(name, program, budget, analysis)
-        conflicts = static_conflicts(a.program, a.assignment, a.spills, a.budget, a.analysis)
+        conflicts = static_conflicts(a.program, a.assignment, a.spills, a.budget, a.analysis, a.spill_code)
         if conflicts:
             raise RegtuneError(f"{program.name}: {name} plan is invalid: {conflicts[0].message}")
         row["allocators"][name] = {"registers": registers_used(a.assignment), "spilled": len(a.spills)}

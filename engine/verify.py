@@ -36,12 +36,12 @@ import numpy as np
 
 from engine.errors import TimeLimitError, VerificationError
 from engine.inputs import GENERIC, InputModel
-from engine.interp import Trace, run, run_together
+from engine.interp import Trace, decode, run, run_together
 from engine.ir import Program, successors
 from engine.interference import overlapping_pairs
 from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
-from engine.spill import remove_spill_code, spill_code_of
+from engine.spill import SpillCode, remove_spill_code, spill_code_of
 
 
 @dataclass(frozen=True, order=True)
@@ -128,9 +128,9 @@ def _overlap(analysis: Analysis, pair, instruction: int, reg: int) -> Conflict:
                     f"%{names[0]} and %{names[1]} share R{reg} while both live at instruction {instruction} ({ins})")
 
 
-def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
+def _slot_conflicts(program: Program, spills: dict, code: SpillCode | None) -> list[Conflict]:
     out, seen = [], {}
-    copies = set(spill_code_of(program, spills).origin.values())
+    copies = set((code if code is not None else spill_code_of(program, spills)).origin.values())
     for name, slot in sorted(spills.items()):
         if name not in program.values and name not in copies:
             out.append(Conflict(-1, "spill", (name,), None, f"spill slot {slot} is for %{name}, which the program never defines"))
@@ -141,10 +141,14 @@ def _slot_conflicts(program: Program, spills: dict) -> list[Conflict]:
 
 
 def static_conflicts(program: Program, assignment: dict, spills: dict, budget: int,
-                     analysis: Analysis | None = None) -> list[Conflict]:
-    """Every violation of the validity rules, in a sorted, repeatable order."""
+                     analysis: Analysis | None = None, spill_code: SpillCode | None = None) -> list[Conflict]:
+    """Every violation of the validity rules, in a sorted, repeatable order.
+
+    ``analysis`` and ``spill_code``, when the caller has them for ``program``
+    (an allocation carries both), save computing them again.
+    """
     analysis = analysis or analyze(program)
-    found = _shape_conflicts(program, assignment, budget) + _slot_conflicts(program, spills)
+    found = _shape_conflicts(program, assignment, budget) + _slot_conflicts(program, spills, spill_code)
     found += overlap_conflicts(analysis, assignment)
     return sorted(found)
 
@@ -220,14 +224,16 @@ def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max
     ((0, 1, 2), True)
     """
     runs = runs if runs is not None else ReferenceRuns()
-    key = (program, model, tuple(seeds), max_steps, candidates)
-    return runs.chosen(key, lambda: _search(program, model, tuple(seeds), max_steps, deadline, candidates, runs))
+    key = (model, tuple(seeds), max_steps, candidates)
+    return runs.chosen(program, key, lambda: _search(program, model, tuple(seeds), max_steps, deadline, candidates,
+                                                     runs))
 
 
 def _search(program: Program, model: InputModel, seeds: tuple, max_steps: int, deadline,
             candidates: int, runs: ReferenceRuns) -> tuple[int, ...]:
     missing = set(_reachable(program))
     chosen = []
+    runs.traces(program, seeds, model, max_steps, deadline)   # the given seeds at once
     for seed in dict.fromkeys((*seeds, *range(candidates))):
         if not missing and len(chosen) >= len(seeds):
             break
@@ -266,11 +272,13 @@ def _paths(traces: dict) -> list[tuple[int, ...]]:
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
                      max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS,
                      model: InputModel = GENERIC, candidates: int = CANDIDATES,
-                     runs: ReferenceRuns | None = None) -> ExecutionCheck:
+                     runs: ReferenceRuns | None = None, original: Program | None = None) -> ExecutionCheck:
     """Run original and allocated programs on inputs drawn from ``model``; say what the check covered.
 
     ``runs``, the caller's :class:`ReferenceRuns`, shares the reference runs
-    between checks of plans of one program.
+    between checks of plans of one program; ``original``, the program
+    without spill code when the caller has it (an allocation's), is the
+    object they are kept under (else it is recovered by removing the spill code).
 
     The seeds are ``seeds`` and those :func:`choose_seeds` adds for
     coverage from ``candidates`` (0: none). Seeds that take one path run in
@@ -287,10 +295,10 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     """
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     runs = runs if runs is not None else ReferenceRuns()
-    original = remove_spill_code(program, spills)
+    original = original if original is not None else remove_spill_code(program, spills)
     try:
         chosen = choose_seeds(original, model, seeds, max_steps, deadline, candidates, runs)
-        want = {seed: runs.trace(original, seed, model, max_steps, deadline) for seed in chosen}
+        want = runs.traces(original, chosen, model, max_steps, deadline)
         got = {}
         for group in _paths(want):
             together = run_together(program, group, assignment, max_steps, deadline, model)
@@ -319,38 +327,64 @@ class ReferenceRuns:
 
     Plans of one program share their reference runs; whoever checks several
     (the ``regtune`` command, a benchmark, a sweep worker) keeps one of
-    these and passes it to each check. It holds the last ``limit`` runs and
-    seed choices, oldest forgotten first; traces it returns are read-only.
+    these and passes it, with the one program object they share (an
+    allocation's ``original``), to each check. Programs are told apart by
+    identity: the memo holds them, so an identity is never reused while it
+    is kept, and an equal program built anew is run again (hashing a
+    5,000-instruction program costs more than a lookup should). It keeps
+    the last ``limit`` runs and seed choices, oldest forgotten first;
+    traces it returns are read-only.
 
     Examples
     --------
     >>> from engine.ir import parse
     >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  st.global %pa, 0, %pa\\n  exit\\n")
     >>> runs = ReferenceRuns()
-    >>> runs.trace(p, 0) is runs.trace(parse(str(p)), 0)
-    True
+    >>> runs.trace(p, 0) is runs.trace(p, 0), runs.trace(p, 0) is runs.trace(parse(str(p)), 0)
+    (True, False)
     """
 
     def __init__(self, limit: int = 64):
         self.limit = limit
         self._traces: dict = {}
         self._chosen: dict = {}
+        self._decoded: dict = {}
 
     def trace(self, program: Program, seed: int, model: InputModel = GENERIC, max_steps: int = 2_000_000,
               deadline: float | None = None) -> Trace:
         """The run of ``program`` on virtual registers (the deadline bounds only a run not kept yet)."""
-        key = (program, seed, model, max_steps)
-        if key not in self._traces:
-            self._traces[key] = run(program, seed, max_steps=max_steps, deadline=deadline, model=model)
-            self._forget_oldest(self._traces)
-        return self._traces[key]
+        return self.traces(program, (seed,), model, max_steps, deadline)[seed]
 
-    def chosen(self, key, search):
-        """The seeds chosen under ``key``, searched with ``search()`` the first time."""
-        if key not in self._chosen:
-            self._chosen[key] = search()
+    def traces(self, program: Program, seeds, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+               deadline: float | None = None) -> dict:
+        """Seed -> run of ``program`` on virtual registers; the seeds not kept yet run in lockstep where their
+        paths agree (:func:`engine.interp.run_together`), one by one otherwise."""
+        key = lambda seed: (id(program), seed, model, max_steps)  # noqa: E731
+        todo = [s for s in dict.fromkeys(seeds) if self._traces.get(key(s), (None,))[0] is not program]
+        if todo:
+            decoded = self._decode(program)
+            together = run_together(program, todo, None, max_steps, deadline, model, decoded) if len(todo) > 1 else None
+            for k, seed in enumerate(todo):
+                trace = together[k] if together else run(program, seed, None, max_steps, deadline, model, decoded)
+                self._traces[key(seed)] = (program, trace)
+            self._forget_oldest(self._traces)
+        return {seed: self._traces[key(seed)][1] for seed in seeds}
+
+    def _decode(self, program: Program) -> tuple:
+        hit = self._decoded.get(id(program))
+        if hit is None or hit[0] is not program:
+            hit = self._decoded[id(program)] = (program, decode(program))
+            self._forget_oldest(self._decoded)
+        return hit[1]
+
+    def chosen(self, program: Program, key: tuple, search):
+        """The seeds chosen for ``program`` under ``key``, searched with ``search()`` the first time."""
+        full = (id(program), *key)
+        hit = self._chosen.get(full)
+        if hit is None or hit[0] is not program:
+            hit = self._chosen[full] = (program, search())
             self._forget_oldest(self._chosen)
-        return self._chosen[key]
+        return hit[1]
 
     def _forget_oldest(self, memo: dict) -> None:
         while len(memo) > self.limit:

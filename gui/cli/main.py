@@ -165,12 +165,13 @@ def cmd_allocate(args) -> int:
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
     runs = ReferenceRuns()      # the figures' reference runs, shared with the check
-    plan = planned_and_run(allocate(args.allocator, program, args.budget), runs, workload=workload, options=options)
+    allocation = allocate(args.allocator, program, args.budget)
+    plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
     verified = ""
     if not args.no_verify:
         check = verify_execution(plan.program, plan.assignment, plan.spills, model=input_model(workload, options),
-                                 runs=runs)
+                                 runs=runs, original=allocation.original)
         verified = ", " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")

@@ -53,10 +53,12 @@ def pipeline_once(text: str) -> dict:
         allocation, times[name] = _timed(lambda: allocate(name, program, 255, analysis))
         plan, times[f"{name} predict"] = _timed(lambda: planned_and_run(allocation, runs))
         conflicts, times[f"{name} static"] = _timed(
-            lambda: static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, allocation.analysis))
+            lambda: static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, allocation.analysis,
+                                   allocation.spill_code))
         assert conflicts == [], conflicts[:1]
         _, times[f"{name} execution"] = _timed(
-            lambda: verify_execution(plan.program, plan.assignment, plan.spills, runs=runs))
+            lambda: verify_execution(plan.program, plan.assignment, plan.spills, runs=runs,
+                                     original=allocation.original))
         times[f"{name} figures"] = plan.predicted
     return times
 
