@@ -25,7 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 CASES = {
     "GEMM 16x16x16 (largest)": ({"kind": "gemm", "m": 16, "n": 16, "k": 16, "dtype": "f32"}, {}),
-    "MHA 32h b64 d64 g4 (seed)": ({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4,
+    "MHA 32h b64 d64 g4 (the note's example)": ({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4,
                                    "seq_len": 2048, "dtype": "f32"}, {}),
 }
 
