@@ -417,8 +417,8 @@ class _Checker:
         """Original names of the values the instructions ``writers`` put in ``loc``."""
         for w in writers:
             op = self.code[w]
-            if op.kind == SPILL_STORE:
-                yield self.names[op.reads[0][0]]
+            if op.kind in (SPILL_STORE, LOCAL_STORE) and loc >= self.registers and op.reads:
+                yield self.names[op.reads[-1][0]]
             for v, _, regs in op.defs:
                 if loc in regs:
                     yield self.names[v]
