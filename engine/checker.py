@@ -400,9 +400,7 @@ class _Checker:
         writers = list(_bits(state.writers[loc]))
         unwritten = bool(writers) and writers[-1] == len(self.code)
         writers = [w for w in writers if w < len(self.code)]
-        others = sorted(f"%{self.names[x]}" for x in _bits(state.held[loc] & ~(1 << v)))
-        if not others:
-            others = sorted({f"%{n}" for n in self.written(writers, loc)} - {f"%{self.names[v]}"})
+        others = sorted({f"%{n}" for n in self.written(writers, loc)} - {f"%{self.names[v]}"})
         if not others and writers:
             others = [f"an older %{self.names[v]}"]
         what = " or ".join(others + (["garbage"] if unwritten else []))

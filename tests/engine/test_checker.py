@@ -16,7 +16,7 @@ from engine.errors import InterpreterError, VerificationError
 from engine.ir import Block, Imm, Instruction, Program, parse, replace_blocks
 from engine.spill import spill_code_of
 from engine.verify import static_conflicts, verify_execution
-from tests.engine.strategies import programs
+from tests.engine.strategies import examples, programs
 
 
 def _report(text: str, assignment: dict, spills: dict | None = None) -> str:
@@ -330,14 +330,14 @@ BREAKERS = {"merge": _merge, "swap": _swap, "move": _move, "share slot": _share_
             "wrong reload": _wrong_reload, "drop store": _drop_store}
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(program=programs(), name=st.sampled_from(sorted(ALLOCATORS)), budget=st.sampled_from([255, 12, 8]))
 def test_every_plan_the_allocators_make_is_proved(program, name, budget):
     plan = allocate(name, program, budget, execute=False)
     assert check_allocation(plan.program, plan.assignment, plan.spills) == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(program=programs(), name=st.sampled_from(sorted(ALLOCATORS)), budget=st.sampled_from([255, 12, 8]),
        breaker=st.sampled_from(sorted(BREAKERS)), data=st.data())
 def test_every_broken_plan_the_execution_check_rejects_the_checker_rejects(program, name, budget, breaker, data):
@@ -354,7 +354,7 @@ def test_every_broken_plan_the_execution_check_rejects_the_checker_rejects(progr
         pass
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(program=programs(), breaker=st.sampled_from(["merge", "wrong reload", "share slot"]), data=st.data())
 def test_broken_plans_that_execution_rejects_are_rejected_by_the_checker(program, breaker, data):
     plan = allocate("linear-scan", program, 8, execute=False)
@@ -369,7 +369,7 @@ def test_broken_plans_that_execution_rejects_are_rejected_by_the_checker(program
         pass
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(program=programs(control=False), name=st.sampled_from(sorted(ALLOCATORS)), budget=st.sampled_from([255, 8]),
        data=st.data())
 def test_every_straight_line_plan_the_static_check_accepts_is_proved(program, name, budget, data):
@@ -377,3 +377,61 @@ def test_every_straight_line_plan_the_static_check_accepts_is_proved(program, na
     program, assignment, spills = _move(plan, data.draw)
     if static_conflicts(program, assignment, spills, 16) == []:
         assert check_allocation(program, assignment, spills) == []
+
+
+# -- what each error says, and their order -------------------------------------------------------
+
+BACKWARDS = """.kernel k
+.block entry
+  %pa:u64 = param A
+  %q:u64 = param B
+  br second
+.block first
+  %s:u64 = add %q, %q
+  st.global %pa, 0, %s
+  exit
+.block second
+  %t:u64 = mov 3
+  %u:f32 = mov 4
+  st.global %pa, 8, %u
+  st.global %pa, 12, %q
+  br first
+"""
+
+
+def test_errors_come_sorted_by_instruction_value_and_register_whatever_order_the_blocks_are_visited_in():
+    errors = check_allocation(parse(BACKWARDS), {"pa": (0, 1), "q": (2, 3), "s": (4, 5), "t": (2, 3), "u": (0,)}, {})
+    assert [(e.instruction, e.value, e.register) for e in errors] == [
+        (3, "q", 2), (3, "q", 3), (4, "pa", 0), (8, "pa", 0), (9, "pa", 0), (9, "q", 2), (9, "q", 3)]
+    assert errors[0].message == (
+        "instruction 3 (%s:u64 = add %q, %q) reads %q from R2, which may hold %t instead (written at instruction 6)")
+
+
+def test_a_slot_whose_value_was_redefined_since_its_store_holds_an_older_copy():
+    text = SPILLED.replace("  %x.r1:f32 = ld.local 0\n", "  %x.d1:f32 = mov 1\n  %x.r1:f32 = ld.local 0\n  st.local 0, %x.d1\n")
+    errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "x.d1": (4,), "y": (2,), "x.r1": (2,),
+                                            "y.r1": (3,), "z": (2,)}, {"x": 0, "y": 1})
+    assert [(e.instruction, e.value, e.register, e.slot, e.location) for e in errors] == [(6, "x", None, 0, "slot 0")]
+    assert errors[0].message == ("instruction 6 (%x.r1:f32 = ld.local 0) reloads %x (as %x.r1) from slot 0, which may "
+                                 "hold an older %x instead (written at instruction 2)")
+
+
+def test_a_reload_from_the_second_slot_names_that_slot_and_its_writers():
+    text = SPILLED.replace("  st.local 1, %y\n", "  %w:f32 = mov 5\n  @%c st.local 1, %w\n").replace(
+        "  %x:f32 = ld.global %pa, 0\n", "  %x:f32 = ld.global %pa, 0\n  %c:pred = setp.lt %x, 3\n")
+    spills = {"x": 0, "y": 1}
+    errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "y": (3,), "w": (4,), "x.r1": (2,),
+                                            "y.r1": (3,), "z": (2,)}, spills)
+    assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(6, "w", None, 1), (8, "y", None, 1)]
+    assert errors[1].message == ("instruction 8 (%y.r1:f32 = ld.local 1) reloads %y (as %y.r1) from slot 1, which may hold %w or "
+                                 "garbage instead (written at instruction 6; not written on some path from the entry)")
+
+
+def test_local_memory_errors_name_the_value_and_the_slot():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n",
+                           "  %k:f32 = ld.local 1\n  st.local %pa, %z\n  st.global %pa, 8, %k\n")
+    errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,), "z": (2,),
+                                            "k": (4,)}, {"x": 0, "y": 1})
+    assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(8, "k", None, 1), (9, "z", None, None)]
+    assert errors[0].message == ("instruction 8 (%k:f32 = ld.local 1) is not spill code of the plan but accesses "
+                                 "local memory at spill slot 1")

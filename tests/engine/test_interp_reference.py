@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from engine.errors import InterpreterError
 from engine.interp import mix, run
 from engine.interp_reference import Machine, tag
 from engine.ir import parse
-from tests.engine.strategies import programs
+from tests.engine.strategies import examples, programs
 
 
 def _memory(cells: dict, seed: int, keys) -> dict:
@@ -36,13 +38,13 @@ def _same_state_after_every_step(program, seed: int, registers: dict | None) -> 
     return machine.steps
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(program=programs(), seed=st.integers(0, 3))
 def test_virtual_registers_agree_after_every_instruction(program, seed):
     assert _same_state_after_every_step(program, seed, None) > 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(program=programs(), seed=st.integers(0, 3), name=st.sampled_from(sorted(ALLOCATORS)),
        budget=st.sampled_from([255, 10, 6]))
 def test_physical_registers_and_spill_slots_agree_after_every_instruction(program, seed, name, budget):
@@ -50,13 +52,14 @@ def test_physical_registers_and_spill_slots_agree_after_every_instruction(progra
     assert _same_state_after_every_step(plan.program, seed, plan.assignment) > 0
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(program=programs(), seed=st.integers(0, 3), data=st.data())
 def test_a_wrong_assignment_runs_alike_in_both(program, seed, data):
     """Registers shared by accident overwrite each other the same way in both interpreters."""
     plan = allocate("linear-scan", program, 255, execute=False)
-    names = sorted(n for n, v in plan.program.values.items() if v.width == 1)
-    a, b = data.draw(st.sampled_from(names)), data.draw(st.sampled_from(names))
+    values = plan.program.values
+    a = data.draw(st.sampled_from(sorted(n for n, v in values.items() if v.width)))
+    b = data.draw(st.sampled_from(sorted(n for n, v in values.items() if v.width == values[a].width)))
     assert _same_state_after_every_step(plan.program, seed, {**plan.assignment, a: plan.assignment[b]}) > 0
 
 
@@ -125,7 +128,11 @@ def test_the_reference_reports_a_value_read_before_its_definition():
         Machine(program).run()
 
 
-def test_the_reference_stops_at_its_step_limit():
+def test_the_reference_stops_at_its_step_limit_and_has_the_fast_ones_by_default():
     program = parse(".kernel k\n.block b\n  br b\n")
+    machine = Machine(program)
     with pytest.raises(InterpreterError, match="step limit of 10"):
-        Machine(program).run(max_steps=10)
+        machine.run(max_steps=10)
+    assert machine.steps == 11
+    limit = inspect.signature(Machine.run).parameters["max_steps"].default
+    assert limit == inspect.signature(run).parameters["max_steps"].default
