@@ -45,12 +45,24 @@ COMPARE = {"lt": int.__lt__, "le": int.__le__, "gt": int.__gt__, "ge": int.__ge_
 
 
 def tag(text: str) -> int:
-    """The number standing for an opcode, a parameter name or a memory space in the hashes."""
+    """The number standing for an opcode, a parameter name or a memory space in the hashes.
+
+    Examples
+    --------
+    >>> tag("global") == zlib.crc32(b"global")
+    True
+    """
     return zlib.crc32(text.encode())
 
 
 def signed(x: int) -> int:
-    """The 64-bit pattern ``x`` as a signed integer."""
+    """The 64-bit pattern ``x`` as a signed integer.
+
+    Examples
+    --------
+    >>> signed(5), signed(MASK64)
+    (5, -1)
+    """
     return x - (1 << 64) if x >> 63 else x
 
 
@@ -91,6 +103,13 @@ class Machine:
     Parameters
     ----------
     registers : None to hold values by name, or an assignment (value name -> register numbers).
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> m = Machine(parse(".kernel k\\n.block b\\n  %x:u64 = mov 5\\n  exit\\n"), registers={"x": (2, 3)})
+    >>> m.step(), m.registers()[2], m.registers()[3], m.registers()[0] == mix(0, 0xBAD, 0) & MASK32
+    (True, 5, 0, True)
     """
 
     def __init__(self, program: Program, seed: int = 0, registers: dict | None = None):
