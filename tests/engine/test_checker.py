@@ -435,3 +435,25 @@ def test_local_memory_errors_name_the_value_and_the_slot():
     assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(8, "k", None, 1), (9, "z", None, None)]
     assert errors[0].message == ("instruction 8 (%k:f32 = ld.local 1) is not spill code of the plan but accesses "
                                  "local memory at spill slot 1")
+
+
+GUARDED_BRANCH = """.kernel k
+.block entry
+  %pa:u64 = param A
+  %x:i32 = ld.global %pa, 0
+  %y:i32 = ld.global %pa, 4
+  %c:pred = setp.lt %x, 16
+  @!%c br join
+.block rare
+  %t:i32 = mul %x, %x
+  st.global %pa, 8, %t
+.block join
+  st.global %pa, 12, %y
+  exit
+"""
+
+
+def test_a_guarded_branch_may_fall_through_and_a_clobber_there_is_reported():
+    assert _report(GUARDED_BRANCH, {"pa": (0, 1), "x": (2,), "y": (3,), "t": (3,)}) == (
+        "instruction 7 (st.global %pa, 12, %y) reads %y from R3, which may hold %t instead (written at instructions 2, 5)\n")
+    assert _report(GUARDED_BRANCH, {"pa": (0, 1), "x": (2,), "y": (3,), "t": (2,)}) == ""
