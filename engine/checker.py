@@ -260,8 +260,6 @@ class _Checker:
         self.spill_slots = {immediate(str(s)) & MASK64 for s in spills.values()}
         self.code = [self._decode(ins, i in spill_at) for i, ins in enumerate(program.instructions)]
         self.locations = self.registers + len(self.slot_address)
-        for name in program.values:
-            self.number(name)
 
     # -- decoding -----------------------------------------------------------------------------
 

@@ -457,3 +457,55 @@ def test_a_guarded_branch_may_fall_through_and_a_clobber_there_is_reported():
     assert _report(GUARDED_BRANCH, {"pa": (0, 1), "x": (2,), "y": (3,), "t": (3,)}) == (
         "instruction 7 (st.global %pa, 12, %y) reads %y from R3, which may hold %t instead (written at instructions 2, 5)\n")
     assert _report(GUARDED_BRANCH, {"pa": (0, 1), "x": (2,), "y": (3,), "t": (2,)}) == ""
+
+
+def test_a_register_error_and_a_local_memory_error_at_one_instruction_come_local_memory_first():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n", "  %t:f32 = mov 3\n  st.local 1, %x.r1\n  st.global %pa, 8, %z\n")
+    assignment = {"pa": (2, 3), "x": (0,), "y": (1,), "x.r1": (0,), "y.r1": (1,), "z": (4,), "t": (0,)}
+    errors = check_allocation(parse(text), assignment, {"x": 0, "y": 1})
+    assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(9, "x", None, 1), (9, "x", 0, None)]
+    assert errors[0].message == ("instruction 9 (st.local 1, %x.r1) is not spill code of the plan but accesses "
+                                 "local memory at spill slot 1")
+
+
+def test_a_program_of_predicates_only_is_proved():
+    assert _report(".kernel k\n.block b\n  %p:pred = setp.lt 1, 2\n  @%p exit\n.block c\n  exit\n", {}) == ""
+
+
+def test_a_guarded_spill_store_may_not_run_so_the_slot_may_keep_the_older_value():
+    text = SPILLED.replace("  %x.r1:f32 = ld.local 0\n",
+                           "  %c:pred = setp.lt %y, 3\n  %x.d1:f32 = mov 1\n  @%c st.local 0, %x.d1\n"
+                           "  %x.r1:f32 = ld.local 0\n")
+    assert _report(text, {"pa": (0, 1), "x": (2,), "y": (3,), "x.d1": (4,), "x.r1": (2,), "y.r1": (3,), "z": (2,)},
+                   {"x": 0, "y": 1}) == (
+        "instruction 8 (%x.r1:f32 = ld.local 0) reloads %x (as %x.r1) from slot 0, which may hold an older %x instead "
+        "(written at instructions 2, 7)\n")
+
+
+def test_the_programs_own_local_memory_away_from_the_spill_slots_is_its_own_business():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n", "  st.local 100, %z\n  %k:f32 = ld.local %pa\n"
+                           "  st.global %pa, 8, %k\n")
+    assignment = {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,), "z": (2,), "k": (2,)}
+    assert _report(text, assignment, {"x": 0, "y": 1}) == (
+        "instruction 9 (%k:f32 = ld.local %pa) is not spill code of the plan but accesses local memory at a computed "
+        "address, which may be a spill slot\n")
+    unspilled = ".kernel k\n.block b\n  %pa:u64 = param A\n  st.local %pa, 5\n  %k:f32 = ld.local 100\n  exit\n"
+    assert _report(unspilled, {"pa": (0, 1), "k": (2,)}) == ""
+
+
+def test_a_guarded_load_at_a_computed_address_may_not_run():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n", "  %c:pred = setp.lt %z, 3\n  %k:f32 = @%c ld.local %pa\n"
+                           "  st.global %pa, 8, %z\n  st.global %pa, 12, %k\n")
+    assignment = {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,), "z": (2,), "k": (2,)}
+    assert _report(text, assignment, {"x": 0, "y": 1}) == (
+        "instruction 9 (%k:f32 = @%c ld.local %pa) is not spill code of the plan but accesses local memory at a "
+        "computed address, which may be a spill slot\n"
+        "instruction 10 (st.global %pa, 8, %z) reads %z from R2, which may hold %k instead (written at instructions 7, 9)\n")
+    # %k itself is proved: where the guard is false it is undefined in the original program too
+
+
+def test_an_immediate_stored_to_a_spill_slot_is_reported_without_a_value():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n", "  st.local 0, 5\n  st.global %pa, 8, %z\n")
+    errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,),
+                                            "z": (2,)}, {"x": 0, "y": 1})
+    assert [(e.instruction, e.value, e.slot) for e in errors] == [(8, "", 0)]
