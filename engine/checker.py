@@ -317,6 +317,8 @@ class _Checker:
         rank = {b: k for k, b in enumerate(order)}
         states: list = [None] * len(self.program.blocks)
         found: dict[int, list] = {}
+        if not states:
+            return []
         states[0], work = self.entry_state(), [0]
         while work:
             b = order[heapq.heappop(work)]

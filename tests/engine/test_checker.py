@@ -509,3 +509,28 @@ def test_an_immediate_stored_to_a_spill_slot_is_reported_without_a_value():
     errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,),
                                             "z": (2,)}, {"x": 0, "y": 1})
     assert [(e.instruction, e.value, e.slot) for e in errors] == [(8, "", 0)]
+
+
+def test_a_program_without_blocks_and_one_spilling_only_a_predicate_are_proved():
+    assert check_allocation(Program("k", ()), {}, {}) == []
+    text = (".kernel k\n.block b\n  %p:pred = setp.lt 1, 2\n  st.local 0, %p\n  %p.r1:pred = ld.local 0\n"
+            "  @%p.r1 exit\n.block c\n  exit\n")
+    assert _report(text, {}, {"p": 0}) == ""
+
+
+def test_a_local_address_is_the_sum_of_every_operand_but_the_stored_value():
+    text = SPILLED.replace("  st.global %pa, 8, %z\n", "  st.local 96, 4, %z\n  st.global %pa, 8, %z\n")
+    assert _report(text.replace("st.local 1, %y", "st.local 100, %y").replace("ld.local 1", "ld.local 100"),
+                   {"pa": (0, 1), "x": (2,), "y": (2,), "x.r1": (2,), "y.r1": (3,), "z": (2,)},
+                   {"x": 0, "y": 100}) == (
+        "instruction 8 (st.local 96, 4, %z) is not spill code of the plan but accesses local memory at spill slot 100\n")
+
+
+def test_a_reload_from_the_first_slot_names_what_else_was_stored_there():
+    text = SPILLED.replace("  %x.r1:f32 = ld.local 0\n", "  %c:pred = setp.lt %y, 3\n  @%c st.local 0, %y\n"
+                           "  %x.r1:f32 = ld.local 0\n")
+    errors = check_allocation(parse(text), {"pa": (0, 1), "x": (2,), "y": (3,), "x.r1": (2,), "y.r1": (3,),
+                                            "z": (2,)}, {"x": 0, "y": 1})
+    assert [str(e) for e in errors][1:] == [
+        "instruction 7 (%x.r1:f32 = ld.local 0) reloads %x (as %x.r1) from slot 0, which may hold %y instead "
+        "(written at instructions 2, 6)"]
