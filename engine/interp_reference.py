@@ -38,6 +38,8 @@ from engine.errors import InterpreterError
 from engine.interp import MASK32, MASK64, immediate, mix
 from engine.ir import Instruction, Program, Use
 
+#: the step limit of a run, the fast interpreter's default
+STEP_LIMIT = 2_000_000
 #: mask of a result of each width in 32-bit registers (0: a predicate, one bit)
 MASKS = {0: 1, 1: MASK32, 2: MASK64}
 COMPARE = {"lt": int.__lt__, "le": int.__le__, "gt": int.__gt__, "ge": int.__ge__, "eq": int.__eq__,
@@ -148,7 +150,7 @@ class Machine:
     def write(self, name: str, value: int) -> None:
         value &= MASKS[self.program.values[name].width]
         for k, key in enumerate(self.keys(name)):
-            self.env[key] = value >> 32 * k & MASK32 if len(self.keys(name)) == 2 else value
+            self.env[key] = value >> 32 * k & MASK32
 
     def load(self, space: str, address: int) -> int:
         key = (space, address & MASK64)
@@ -191,8 +193,9 @@ class Machine:
             for k, d in enumerate(ins.defs):
                 self.write(d.name, compute(ins, ops, k, self.seed))
 
-    def run(self, max_steps: int = 2_000_000) -> Machine:
-        """Step until the program ends; an error past ``max_steps`` instructions."""
+    def run(self, max_steps: int | None = None) -> Machine:
+        """Step until the program ends; an error past ``max_steps`` instructions (None: :data:`STEP_LIMIT`)."""
+        max_steps = STEP_LIMIT if max_steps is None else max_steps
         while self.step():
             if self.steps > max_steps:
                 raise InterpreterError(f"step limit of {max_steps} instructions reached")

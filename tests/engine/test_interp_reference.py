@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from engine.allocators import ALLOCATORS, allocate
 from engine.errors import InterpreterError
 from engine.interp import mix, run
-from engine.interp_reference import Machine, tag
+from engine.interp_reference import STEP_LIMIT, Machine, tag
 from engine.ir import parse
 from tests.engine.strategies import examples, programs
 
@@ -83,6 +83,13 @@ EVERY_SHAPE = """.kernel k
   %t:i32 = mul %n, %n
   %c:f64 = cvt %t
   %g:pred = setp.lt %n, 2147483648
+  %g2:pred = setp.lt.s32 %n, 2147483648
+  %g3:pred = setp.lt %x, %y, %n
+  %a0:i32 = param
+  %a1:i32 = tex.lt %x, %y
+  %a2:i32 = add %a0, %a1
+  %a2:i32 = @%g2 add %a2, 1
+  %a2:i32 = @!%g3 add %a2, 2
   %z:f32 = @!%g add %z, 7
   st.local 3, %z
   %r:f32 = ld.local 3
@@ -93,6 +100,7 @@ EVERY_SHAPE = """.kernel k
   @%g st.global %pa, 12, %q
   st.global %pa, 16, %c
   st.global %pa, 20, %m
+  st.global %pa, 32, %a2
   st.global %pa, 24, %v, %s
   %i:i32 = add %i, 1
   %p:pred = setp.lt %i, 3
@@ -106,7 +114,8 @@ EVERY_SHAPE = """.kernel k
 
 ASSIGNMENT = {"pa": (0, 1), "pb": (2, 3), "i": (4,), "x": (5,), "y": (6,), "w": (8, 9), "z": (7,), "u": (10, 11),
               "v": (5,), "s": (12,), "m": (13,), "h": (14,), "e": (14,), "q": (15,), "n": (16,), "t": (16,),
-              "c": (18, 19), "r": (6,), "o": (8, 9)}
+              "c": (18, 19), "r": (6,), "o": (8, 9), "a0": (20,),
+              "a1": (21,), "a2": (20,)}
 
 
 @pytest.mark.parametrize("registers", [None, ASSIGNMENT], ids=["virtual", "physical"])
@@ -134,5 +143,4 @@ def test_the_reference_stops_at_its_step_limit_and_has_the_fast_ones_by_default(
     with pytest.raises(InterpreterError, match="step limit of 10"):
         machine.run(max_steps=10)
     assert machine.steps == 11
-    limit = inspect.signature(Machine.run).parameters["max_steps"].default
-    assert limit == inspect.signature(run).parameters["max_steps"].default
+    assert STEP_LIMIT == inspect.signature(run).parameters["max_steps"].default
