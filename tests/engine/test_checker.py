@@ -7,6 +7,7 @@ the execution check rejects (and some it cannot see).
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -534,3 +535,27 @@ def test_a_reload_from_the_first_slot_names_what_else_was_stored_there():
     assert [str(e) for e in errors][1:] == [
         "instruction 7 (%x.r1:f32 = ld.local 0) reloads %x (as %x.r1) from slot 0, which may hold %y instead "
         "(written at instructions 2, 6)"]
+
+
+STALE_COPY = """.kernel k
+.block entry
+  %pa:u64 = param A
+  %x:f32 = ld.global %pa, 0
+  st.local 0, %x
+  %x.r1:f32 = ld.local 0
+  %t:f32 = mov 1
+  %x.d1:f32 = mov 2
+  st.global %pa, 0, %x.r1
+  st.local 0, %x.d1
+  st.global %pa, 4, %t
+  exit
+"""
+
+
+def test_a_copy_reloaded_before_a_redefinition_is_stale_after_it():
+    program, assignment = parse(STALE_COPY), {"pa": (0, 1), "x": (2,), "x.r1": (3,), "t": (2,), "x.d1": (4,)}
+    assert [str(e) for e in check_allocation(program, assignment, {"x": 0})] == [
+        "instruction 6 (st.global %pa, 0, %x.r1) reads %x (as %x.r1) from R3, which may hold an older %x instead "
+        "(written at instruction 3)"]
+    with pytest.raises(VerificationError):
+        verify_execution(program, assignment, {"x": 0})
