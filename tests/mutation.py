@@ -8,7 +8,7 @@ Mutants judged equivalent (no test could tell them apart: the behaviour is
 the same) are listed with their reason in ``tests/mutation_equivalent.txt``
 and left out of the rate.
 
-Run: ``python -m tests.mutation [--max-children N] [--report-only] [PATTERN ...]`` (patterns of
+Run: ``python -m tests.mutation [--max-children N] [--report-only] [--retest-survivors] [PATTERN ...]`` (patterns of
 mutant names, e.g. ``'engine.checker.*'``, to test some modules first); exits 1
 below the target of 90 % of the non-equivalent mutants killed. Mutants and
 their results are kept in ``mutants/`` (ignored by git), so a second run
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,22 @@ def equivalent_mutants(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
         if name.strip():
             out[name.strip()] = reason.strip()
     return out
+
+
+def forget_survivors(root: Path = Path("mutants")) -> int:
+    """Clear the cached verdict of every surviving mutant, so the next run tests it against the tests as
+    they are now (mutmut re-tests a mutant when its function changes, not when a test does); the count."""
+    count = 0
+    for meta in root.rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        survivors = [k for k, code in codes.items() if code in (0, 5, 33)]
+        for k in survivors:
+            codes[k] = None
+        if survivors:
+            meta.write_text(json.dumps(data))
+            count += len(survivors)
+    return count
 
 
 def results(mutmut: list[str]) -> dict[str, str]:
@@ -75,9 +92,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--report-only", action="store_true", help="report the last run's results")
+    parser.add_argument("--retest-survivors", action="store_true",
+                        help="test the last run's survivors again (after strengthening the tests)")
     parser.add_argument("patterns", nargs="*", help="test only the mutants whose names match (fnmatch)")
     args = parser.parse_args(argv)
     mutmut = [sys.executable, "-m", "mutmut"]
+    if args.retest_survivors:
+        print(f"{forget_survivors()} surviving mutants to test again")
     if not args.report_only:
         env = {**os.environ, "REGTUNE_MUTATION": "1"}
         subprocess.run(mutmut + ["run", "--max-children", str(args.max_children), *args.patterns], check=False, env=env)
