@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import fnmatch
 import json
 import os
 import subprocess
@@ -40,14 +41,16 @@ def equivalent_mutants(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
     return out
 
 
-def forget_survivors(root: Path = Path("mutants")) -> int:
+def forget_survivors(patterns=(), root: Path = Path("mutants")) -> int:
     """Clear the cached verdict of every surviving mutant, so the next run tests it against the tests as
-    they are now (mutmut re-tests a mutant when its function changes, not when a test does); the count."""
+    they are now (mutmut re-tests a mutant when its function changes, not when a test does); only those
+    matching one of ``patterns`` where any are given; the count."""
     count = 0
     for meta in root.rglob("*.py.meta"):
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
-        survivors = [k for k, code in codes.items() if code in (0, 5, 33)]
+        survivors = [k for k, code in codes.items() if code in (0, 5, 33)
+                     and (not patterns or any(fnmatch.fnmatch(k, p) for p in patterns))]
         for k in survivors:
             codes[k] = None
         if survivors:
@@ -98,7 +101,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     mutmut = [sys.executable, "-m", "mutmut"]
     if args.retest_survivors:
-        print(f"{forget_survivors()} surviving mutants to test again")
+        print(f"{forget_survivors(args.patterns)} surviving mutants to test again")
     if not args.report_only:
         env = {**os.environ, "REGTUNE_MUTATION": "1"}
         subprocess.run(mutmut + ["run", "--max-children", str(args.max_children), *args.patterns], check=False, env=env)
