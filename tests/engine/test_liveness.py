@@ -136,3 +136,21 @@ def test_a_value_dead_before_a_self_loop_is_not_live_around_it():
 def test_a_program_without_reads_still_has_integer_rows_and_spill_weights():
     a = analyze(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  exit\n"))
     assert a.operand_reads.shape == (0, 2) and a.spill_weight.tolist() == [1.0]
+
+
+def test_nested_loops_add_up_and_live_out_is_kept_per_block():
+    a = analyze(parse(".kernel k\n.block entry\n  %i:i32 = mov 0\n.block outer\n  %j:i32 = mov 0\n.block inner\n"
+                      "  %j:i32 = add %j, 1\n  %q:pred = setp.lt %j, 2\n  cbr %q, inner, next\n.block next\n"
+                      "  %i:i32 = add %i, 1\n  %p:pred = setp.lt %i, 3\n  cbr %p, outer, done\n.block done\n  exit\n"))
+    assert a.loop_depth.tolist() == [0, 1, 2, 2, 2, 1, 1, 1, 0]
+    index = a.index
+    assert [sorted(a.names[v] for v in range(len(a.names)) if out >> v & 1) for out in a.live_out] == [
+        ["i"], ["i", "j"], ["i", "j"], ["i"], []]
+    assert index["i"] == 0
+
+
+def test_an_empty_program_has_an_empty_analysis():
+    from engine.ir import Program
+
+    a = analyze(Program("k", ()))
+    assert (a.names, a.undefined, a.maxlive, a.segments) == ((), (), 0, {})
