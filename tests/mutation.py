@@ -75,18 +75,18 @@ def report(statuses: dict[str, str], equivalent: dict[str, str]) -> float:
     per_module = collections.defaultdict(collections.Counter)
     for name, status in statuses.items():
         module = name.split(".x")[0] if ".x" in name else name.rsplit(".", 1)[0]
-        kind = "equivalent" if name in equivalent and status not in KILLED else (
-            "killed" if status in KILLED else "survived")
+        kind = ("not run" if status == "not checked" else "equivalent" if name in equivalent and status not in KILLED
+                else "killed" if status in KILLED else "survived")
         per_module[module][kind] += 1
     for module, counts in sorted(per_module.items()):
         print(f"{module:28s} {counts['killed']:5d} killed {counts['survived']:4d} survived "
-              f"{counts['equivalent']:4d} equivalent")
+              f"{counts['equivalent']:4d} equivalent {counts['not run']:4d} not run yet")
     killed = sum(c["killed"] for c in per_module.values())
     counted = killed + sum(c["survived"] for c in per_module.values())
     rate = killed / counted if counted else 0.0
     print(f"kill rate: {killed}/{counted} non-equivalent mutants = {100 * rate:.1f}% (target {100 * TARGET:.0f}%)")
     for name, status in sorted(statuses.items()):
-        if status not in KILLED and name not in equivalent:
+        if status not in KILLED and name not in equivalent and status != "not checked":
             print(f"  survivor: {name} ({status})")
     return rate
 
