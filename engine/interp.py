@@ -93,11 +93,17 @@ def immediate(text: str) -> int:
 
 @dataclass
 class Trace:
-    """What a run did: its stores, step count and executions per instruction."""
+    """What a run did: its stores, step count and executions per instruction.
+
+    ``state`` is set only by a run given ``stop_after``: its register words
+    (keyed by ``name#k`` or register number) and memory cells written or
+    read, after its last step.
+    """
 
     stores: list[tuple[str, int, int]] = field(default_factory=list)
     steps: int = 0
     executed: list[int] = field(default_factory=list)
+    state: tuple[dict, dict] | None = None
 
 
 _FIXED = {
@@ -322,6 +328,10 @@ class _Diverged(Exception):
     """Lockstep ended: the seeds took different paths."""
 
 
+class _Stopped(Exception):
+    """A run given ``stop_after`` has made that many steps."""
+
+
 class _Run:
     """Seeds run in lockstep through one decoded program: registers, memory and trace per seed.
 
@@ -331,8 +341,8 @@ class _Run:
     """
 
     def __init__(self, program: Program, prepared: tuple, seeds, registers: dict | None, max_steps: int,
-                 deadline: float | None = None, model: InputModel = GENERIC):
-        self.program, self.max_steps, self.deadline = program, max_steps, deadline
+                 deadline: float | None = None, model: InputModel = GENERIC, stop_after: int | None = None):
+        self.program, self.max_steps, self.deadline, self.stop_after = program, max_steps, deadline, stop_after
         self.code, constants, inputs = prepared
         self.traces = [Trace(executed=[0] * len(self.code)) for _ in seeds]
         self.lanes = [({**_initial_env(seed, registers), **constants, **_input_env(inputs, model, seed)}, {}, seed,
@@ -340,9 +350,14 @@ class _Run:
 
     def execute(self) -> list[Trace]:
         executed = self.traces[0].executed
-        steps = self._loop(executed)
-        for trace in self.traces:
+        try:
+            steps = self._loop(executed)
+        except _Stopped:
+            steps = self.stop_after
+        for trace, (env, memory, _, _) in zip(self.traces, self.lanes):
             trace.steps, trace.executed = steps, executed
+            if self.stop_after is not None:
+                trace.state = ({k: v for k, v in env.items() if not str(k).startswith(("#", "$"))}, dict(memory))
         return self.traces
 
     def _loop(self, executed: list) -> int:
@@ -432,11 +447,13 @@ class _Run:
     def _checkpoint(self, steps: int, pc: int) -> int:
         """Stop at the step limit or past the deadline; else the step of the next check (every 16k steps,
         so the clock costs nothing per instruction)."""
+        if self.stop_after is not None and steps > self.stop_after:
+            raise _Stopped
         if steps > self.max_steps:
             raise InterpreterError(f"step limit of {self.max_steps} instructions reached at {self._where(pc)}")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeLimitError(f"{steps} instructions run, stopped at {self._where(pc)}")
-        return min(steps + 16384, self.max_steps)
+        return min(steps + 16384, self.max_steps, self.max_steps if self.stop_after is None else self.stop_after)
 
     def _where(self, pc: int) -> str:
         return f"instruction {pc} ({self.program.instructions[pc]})"
@@ -507,7 +524,8 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
 
 
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
-        deadline: float | None = None, model: InputModel = GENERIC, decoded: tuple | None = None) -> Trace:
+        deadline: float | None = None, model: InputModel = GENERIC, decoded: tuple | None = None,
+        stop_after: int | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 
     Parameters
@@ -518,7 +536,8 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     deadline : a ``time.monotonic()`` past which the run stops with an error (None: no time limit).
     model : the ranges the run's inputs (parameters, special registers) are drawn from on ``seed``.
     decoded : :func:`decode`'s result for ``program`` and ``registers``, when the caller keeps it.
-
+    stop_after : end the run after this many steps (or at the program's end) and return its final
+        registers and memory in ``Trace.state``.
     """
     return _Run(program, decoded or decode(program, registers), (seed,), registers, max_steps, deadline,
-                model).execute()[0]
+                model, stop_after).execute()[0]

@@ -8,6 +8,8 @@ it writes.
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import strategies as st
 
 from engine.ir import parse
@@ -138,3 +140,10 @@ def program_texts(draw, mixed: bool = True, control: bool = True, holes: bool = 
 def programs(draw, mixed: bool = True, control: bool = True, holes: bool = True):
     """A random parsed program."""
     return parse(draw(program_texts(mixed, control, holes)), "random")
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property: ``n``, or a quarter of it (at least 5) under mutation testing,
+    where every surviving mutant runs every property that reaches it (``python -m tests.mutation`` sets
+    ``REGTUNE_MUTATION``)."""
+    return max(5, n // 4) if os.environ.get("REGTUNE_MUTATION") else n

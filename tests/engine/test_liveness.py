@@ -104,3 +104,53 @@ def test_straight_line_graph_is_an_interval_graph_with_clique_number_maxlive(pro
     assert nx.is_chordal(g)
     clique = max((len(c) for c in nx.find_cliques(g)), default=0)
     assert clique == a.maxlive
+
+
+def test_live_at_names_the_values_counted_in_the_pressure_after_each_instruction():
+    a = analyze(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %y:f32 = mov 2\n  %p:pred = setp.lt %x, %y\n"
+                      "  %z:f32 = add %x, %y\n  %w:u64 = mov 3\n  st.global %w, 0, %z\n  exit\n"))
+    assert [a.live_at(i) for i in range(7)] == [["x"], ["x", "y"], ["x", "y"], ["z"], ["w", "z"], [], []]
+    assert [len(a.live_at(i)) for i in range(7)] != a.pressure.tolist()  # pressure counts widths, live_at names
+
+
+def test_a_dead_definition_is_live_only_at_its_own_instruction():
+    a = analyze(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %d:f32 = mov 9\n  st.global %x, 0, %x\n  exit\n"))
+    assert [a.live_at(i) for i in range(4)] == [["x"], ["d", "x"], [], []]
+    assert a.segments["d"] == [(3, 3)]
+
+
+def test_a_loop_of_several_blocks_nests_its_header_and_body_one_deep():
+    a = analyze(parse(".kernel k\n.block entry\n  %i:i32 = mov 0\n.block head\n  %i:i32 = add %i, 1\n"
+                      "  %p:pred = setp.lt %i, 3\n  cbr %p, body, done\n.block body\n  %j:i32 = mul %i, %i\n"
+                      "  br head\n.block done\n  exit\n"))
+    assert a.loop_depth.tolist() == [0, 1, 1, 1, 1, 1, 0]
+
+
+def test_a_value_dead_before_a_self_loop_is_not_live_around_it():
+    a = analyze(parse(".kernel k\n.block entry\n  %x:i32 = mov 1\n  %i:i32 = add %x, 1\n.block loop\n"
+                      "  %i:i32 = add %i, 1\n  %p:pred = setp.lt %i, 3\n  cbr %p, loop, done\n.block done\n  exit\n"))
+    assert a.segments["x"] == [(1, 2)] and a.segments["i"] == [(3, 9)]
+    assert a.pressure.tolist() == [1, 1, 1, 1, 1, 0]
+
+
+def test_a_program_without_reads_still_has_integer_rows_and_spill_weights():
+    a = analyze(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  exit\n"))
+    assert a.operand_reads.shape == (0, 2) and a.spill_weight.tolist() == [1.0]
+
+
+def test_nested_loops_add_up_and_live_out_is_kept_per_block():
+    a = analyze(parse(".kernel k\n.block entry\n  %i:i32 = mov 0\n.block outer\n  %j:i32 = mov 0\n.block inner\n"
+                      "  %j:i32 = add %j, 1\n  %q:pred = setp.lt %j, 2\n  cbr %q, inner, next\n.block next\n"
+                      "  %i:i32 = add %i, 1\n  %p:pred = setp.lt %i, 3\n  cbr %p, outer, done\n.block done\n  exit\n"))
+    assert a.loop_depth.tolist() == [0, 1, 2, 2, 2, 1, 1, 1, 0]
+    index = a.index
+    assert [sorted(a.names[v] for v in range(len(a.names)) if out >> v & 1) for out in a.live_out] == [
+        ["i"], ["i", "j"], ["i", "j"], ["i"], []]
+    assert index["i"] == 0
+
+
+def test_an_empty_program_has_an_empty_analysis():
+    from engine.ir import Program
+
+    a = analyze(Program("k", ()))
+    assert (a.names, a.undefined, a.maxlive, a.segments) == ((), (), 0, {})
