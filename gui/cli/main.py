@@ -21,7 +21,8 @@ import sys
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occupancy
-from engine.errors import RegtuneError
+from engine.checker import check_allocation
+from engine.errors import RegtuneError, VerificationError
 from engine.fields import digits, excerpt
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
@@ -168,11 +169,11 @@ def cmd_allocate(args) -> int:
     allocation = allocate(args.allocator, program, args.budget)
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
-    verified = ""
+    verified = ", " + prove(plan, f"allocate --allocator {args.allocator}")
     if not args.no_verify:
         check = verify_execution(plan.program, plan.assignment, plan.spills, model=input_model(workload, options),
                                  runs=runs, original=allocation.original)
-        verified = ", " + execution_summary(check, plan.program)
+        verified += "; second opinion: " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
@@ -204,14 +205,26 @@ def execution_summary(check: ExecutionCheck, program: Program) -> str:
     return f"execution check: {inputs}, {ran}, {check.stores} stores compared: not verified by execution"
 
 
+def prove(plan, where: str) -> str:
+    """The symbolic checker's verdict on ``plan`` in words; a one-line VerificationError naming the first
+    read it cannot prove (``where``: the file or the command)."""
+    errors = check_allocation(plan.program, plan.assignment, plan.spills)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VerificationError(f"{where}: the symbolic checker cannot prove the plan: {errors[0]}{more}")
+    return "proved by the symbolic checker (every path, every input)"
+
+
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
-    conflict, the execution check passed within ``check_seconds``, and a kernel module can be written from
-    it (names and numbers pass codegen's checks); else a one-line error. Returns the plan and what the
-    execution check covered (inputs drawn from the plan's workload: :func:`engine.workloads.input_model`)."""
+    conflict, proved by the symbolic checker (:func:`engine.checker.check_allocation`), the execution check
+    passed within ``check_seconds``, and a kernel module can be written from it (names and numbers pass
+    codegen's checks); else a one-line error. Returns the plan and what the execution check covered (inputs
+    drawn from the plan's workload: :func:`engine.workloads.input_model`)."""
     from kernels.codegen import KernelError, kernel_source
 
     plan = load_plan(path)
+    prove(plan, path)
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
                              model=input_model(plan.workload, plan.options))
     try:
@@ -225,8 +238,9 @@ def cmd_check(args) -> int:
     plan, check = admit_plan(args.plan, args.time_limit)
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values, {execution_summary(check, plan.program)}; "
-          "its kernel module can be generated")
+          f"{plan.budget}, {len(plan.spills)} spilled values; proved by the symbolic checker (every path, "
+          f"every input); second opinion: {execution_summary(check, plan.program)}; its kernel module can be "
+          "generated")
     return 0
 
 
@@ -302,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="registers per thread, 1..255 (default 255)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
-    p.add_argument("--no-verify", action="store_true", help="skip the check by execution")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the check by execution (the symbolic checker's proof always runs)")
     p.set_defaults(func=cmd_allocate)
     p = sub.add_parser("occupancy", help="active warps per SM for a register count")
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
