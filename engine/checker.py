@@ -14,7 +14,7 @@ as :func:`engine.spill.spill_code_of` records.
   copy's registers hold what ``S`` holds (nothing is killed: it is a copy).
 - A guarded instruction may not run: its effect is the meet of both outcomes.
 - Paths meet by intersection; loops iterate to a fixed point. A guarded
-  terminator may fall through (:func:`control_successors`).
+  terminator may fall through (:func:`engine.ir.successors`).
 - A value never defined on a path is held vacuously by every location on
   it, so reading a value that the *original* program may leave undefined is
   not an error of the allocation, but a clobber on a path where it is
@@ -185,26 +185,6 @@ class _State:
         return tuple(self.held), self.undefined, tuple(self.writers)
 
 
-def control_successors(program: Program) -> list[list[int]]:
-    """Successor blocks of each block as the interpreter runs them: :func:`engine.ir.successors`, plus the
-    fall-through of a block ending in a guarded terminator (``@%p br L``, ``@%p exit``), which falls
-    through when its guard is false.
-
-    Examples
-    --------
-    >>> from engine.ir import parse
-    >>> p = parse(".kernel k\\n.block a\\n  %p:pred = setp.lt 1, 2\\n  @%p br c\\n.block b\\n  exit\\n.block c\\n  exit\\n")
-    >>> successors(p), control_successors(p)
-    ([[2], [], []], [[2, 1], [], []])
-    """
-    succ = successors(program)
-    for b, block in enumerate(program.blocks[:-1]):
-        last = block.instructions[-1] if block.instructions else None
-        if last is not None and last.is_terminator and last.guard is not None and b + 1 not in succ[b]:
-            succ[b].append(b + 1)
-    return succ
-
-
 def _reverse_postorder(succ: list) -> list[int]:
     """Blocks reachable from the entry, each before its successors except along back edges.
 
@@ -313,7 +293,7 @@ class _Checker:
         States only shrink as paths meet, so the last visit of a block is the
         one with its final entry state, and its errors are the ones that count.
         """
-        succ = control_successors(self.program)
+        succ = successors(self.program)
         order = _reverse_postorder(succ)
         rank = {b: k for k, b in enumerate(order)}
         states: list = [None] * len(self.program.blocks)

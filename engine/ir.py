@@ -486,22 +486,28 @@ def is_name(text: str) -> bool:
 
 
 def successors(program: Program) -> list[list[int]]:
-    """Successor block indices of each block (fall-through included).
+    """Successor block indices of each block as a run takes them: branch targets, and the next block where
+    the block falls through (no terminator, or a guarded one, ``@%p br L`` or ``@%p exit``, whose guard is false).
 
     Examples
     --------
     >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block b\\n  exit\\n")
     >>> successors(p)
     [[1], []]
+    >>> p = parse(".kernel k\\n.block a\\n  %p:pred = setp.lt 1, 2\\n  @%p br c\\n.block b\\n  exit\\n"
+    ...           ".block c\\n  exit\\n")
+    >>> successors(p)
+    [[2, 1], [], []]
     """
     index = {b.name: i for i, b in enumerate(program.blocks)}
     succ = []
     for i, b in enumerate(program.blocks):
         last = b.instructions[-1] if b.instructions else None
-        if last is not None and last.is_terminator:
-            succ.append(list(dict.fromkeys(index[t] for t in last.targets)))
-        else:
-            succ.append([i + 1] if i + 1 < len(program.blocks) else [])
+        falls = last is None or not last.is_terminator or last.guard is not None
+        targets = [index[t] for t in last.targets] if last is not None and last.is_terminator else []
+        if falls and i + 1 < len(program.blocks):
+            targets.append(i + 1)
+        succ.append(list(dict.fromkeys(targets)))
     return succ
 
 

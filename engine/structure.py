@@ -194,6 +194,9 @@ class _Structurer:
         last = block.instructions[-1] if block.instructions else None
         if last is None or not last.is_terminator:
             return bi + 1
+        if last.guard is not None:
+            raise StructureError(f"block {block.name}: a guarded '{last.opcode}' (it falls through when its guard "
+                                 "is false); write it as cbr; not structured")
         if last.opcode == "exit":
             items.append(Return())
             return bi + 1

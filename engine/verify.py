@@ -191,16 +191,14 @@ class ExecutionCheck:
 
 
 def _reachable(program: Program) -> list[int]:
-    """Indices of the instructions in blocks reachable from the first (a guarded branch also falls through)."""
+    """Indices of the instructions in blocks reachable from the first."""
     succ, starts = successors(program), program.block_starts
     seen, todo = set(), [0] if program.blocks else []
     while todo:
         b = todo.pop()
         if b not in seen:
             seen.add(b)
-            last = program.blocks[b].instructions[-1] if program.blocks[b].instructions else None
-            falls = last is not None and last.guard is not None and b + 1 < len(program.blocks)
-            todo.extend(succ[b] + ([b + 1] if falls else []))
+            todo.extend(succ[b])
     return [starts[b] + i for b in sorted(seen) for i in range(len(program.blocks[b].instructions))]
 
 

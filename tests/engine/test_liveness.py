@@ -154,3 +154,30 @@ def test_an_empty_program_has_an_empty_analysis():
 
     a = analyze(Program("k", ()))
     assert (a.names, a.undefined, a.maxlive, a.segments) == ((), (), 0, {})
+
+
+GUARDED_BRANCH = """.kernel k
+.block a
+  %pa:u64 = param A
+  %x:i32 = ld.global %pa, 0
+  %p:pred = setp.lt %x, 5
+  @%p br c
+.block b
+  st.global %pa, 4, %x
+  exit
+.block c
+  exit
+"""
+
+
+def test_a_guarded_branch_falls_through_so_what_the_next_block_reads_stays_live_across_it():
+    """``@%p br c`` runs block b when %p is false: %x must be live out of block a (it was not, once)."""
+    from engine.checker import check_allocation
+
+    program = parse(GUARDED_BRANCH)
+    a = analyze(program)
+    x = a.index["x"]
+    assert a.end[x] >= 2 * 4, "x dies before the store in the fall-through block"
+    assert a.pressure[3] >= 3     # pa (2) and x live after the guarded branch
+    clobber = {"pa": (0, 1), "x": (2,)}
+    assert check_allocation(program, clobber, {}) == []
