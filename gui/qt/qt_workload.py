@@ -16,7 +16,7 @@ from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QDoubleSpinBox, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
-from engine.arch import ARCHS
+from engine.arch import ARCHS, DEFAULT_ARCH
 from engine.errors import RegtuneError
 from engine.workloads import WORKLOADS, all_config_labels, config_label, parse_config_label  # noqa: F401 (re-exported)
 from engine.workloads.gemm import SCHEDULES, Gemm, tiles
@@ -157,7 +157,7 @@ class QtWorkloadPanel(QWidget):
             radio.toggled.connect(self._changed)
         opts = QGroupBox("options")
         form = QFormLayout(opts)
-        self.arch = _combo(ARCHS, "sm_80")
+        self.arch = _combo(ARCHS, DEFAULT_ARCH)
         self.budget = _spin(24, 255, 255)
         self.headroom = QDoubleSpinBox()
         self.headroom.setRange(0.0, 0.9)
@@ -205,7 +205,7 @@ class QtWorkloadPanel(QWidget):
         if form is not None:
             self.radios[workload["kind"]].setChecked(True)
             form.set_state(workload, options)
-        self.arch.setCurrentText(options.get("arch", "sm_80"))
+        self.arch.setCurrentText(options.get("arch", DEFAULT_ARCH))
         self.budget.setValue(int(options.get("budget", 255)))
         self.headroom.setValue(float(options.get("headroom", 0.25)))
         self._sync_enabled()

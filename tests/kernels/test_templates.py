@@ -68,3 +68,19 @@ def test_without_the_simulator_importing_the_helpers_patches_nothing():
     import kernels.templates.helpers as helpers
 
     assert not hasattr(helpers, "_simulated_shfl_xor_sync")
+
+
+def test_the_template_and_harness_files_pass_the_linter():
+    """Issue 11: the texts generated modules are made of are real .py files, linted like the rest (pyflakes
+    rules: undefined and unused names, syntax errors), not strings nothing checks."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+    r = subprocess.run([ruff, "check", "--no-cache", "--select", "F,E9", "kernels/templates", "kernels/harness"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "All checks passed" in r.stdout
