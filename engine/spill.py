@@ -290,6 +290,12 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
                 indices.add(i)
         elif ins.opcode == "ld.local" and len(ins.defs) == 1 and len(ins.operands) == 1 and copy_of(v, ins.defs[0].name):
             indices.add(i)
+    # a copy is named for its value whether or not its spill instruction is still there: a later definition
+    # whose store was deleted from a plan file is still a definition of the spilled value (the slot goes stale)
+    for name in program.values:
+        value, dot, suffix = name.rpartition(".")
+        if dot and value in spills and suffix[:1] in ("r", "d") and suffix[1:].isdigit():
+            origin.setdefault(name, value)
     return indices, origin
 
 

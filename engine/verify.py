@@ -389,6 +389,60 @@ class ReferenceRuns:
             memo.pop(next(iter(memo)))
 
 
+def _memory_after(trace: Trace) -> dict:
+    """Global and shared memory as the run leaves it: (space, address) -> the last value stored there."""
+    return {(space, address): value for space, address, value in trace.stores}
+
+
+def same_as_workload(program: Program, spills: dict, workload: dict, options: dict, seeds=SEEDS,
+                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> str | None:
+    """Whether a plan's program computes what its workload builds: a phrase saying how that was shown, None
+    for a plan made from an IR file (no workload to rebuild).
+
+    The program without its spill code is compared with the one the
+    workload builds from the plan's own options: equal, or (after schedule
+    edits, which reorder instructions within their dependences) leaving the
+    same global and shared memory on each of ``seeds``' inputs.
+
+    Raises
+    ------
+    VerificationError
+        naming the input and the first memory cell that ends differently.
+
+    Examples
+    --------
+    >>> from engine.workloads import build_workload
+    >>> w = {"kind": "gemm", "m": 2, "n": 2, "k": 2}
+    >>> program, _, options = build_workload(w, {})
+    >>> same_as_workload(program, {}, w, options)
+    'its program is the one gemm 2x2x2 builds'
+    """
+    from engine.workloads import build_workload, config_label, input_model, workload_named
+
+    if not workload or workload_named(workload.get("kind")).example is None:
+        return None
+    rebuilt = build_workload(workload, options)[0]
+    original = remove_spill_code(program, spills)
+    label = config_label(workload)
+    if original == rebuilt:
+        return f"its program is the one {label} builds"
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    model = input_model(workload, options)
+    for seed in seeds:
+        want = _memory_after(run(rebuilt, seed, None, max_steps, deadline, model))
+        got = _memory_after(run(original, seed, None, max_steps, deadline, model))
+        if got != want:
+            cell = min(want.keys() ^ got.keys() or {k for k in want if want[k] != got[k]})
+            raise VerificationError(
+                f"the plan's program does not compute what {label} builds: on input {seed}, {cell[0]}[{cell[1]:#x}] "
+                f"ends as {_cell(got, cell)} where {label}'s own program leaves {_cell(want, cell)}")
+    return f"its program computes what {label} builds (same memory on {len(seeds)} inputs; its schedule differs)"
+
+
+def _cell(memory: dict, cell) -> str:
+    return f"{memory[cell]:#x}" if cell in memory else "unwritten"
+
+
 def _first_difference(seed: int, want: list, got: list) -> str:
     for k, (w, g) in enumerate(zip(want, got)):
         if w != g:

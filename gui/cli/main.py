@@ -29,7 +29,7 @@ from engine.ir import Program, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
-from engine.verify import ExecutionCheck, ReferenceRuns, verify_execution
+from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
 from engine.workloads.program import read
@@ -217,7 +217,8 @@ def prove(plan, where: str) -> str:
 
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
-    conflict, proved by the symbolic checker (:func:`engine.checker.check_allocation`), the execution check
+    conflict, proved by the symbolic checker (:func:`engine.checker.check_allocation`), computing what its
+    workload builds (:func:`engine.verify.same_as_workload`), the execution check
     passed within ``check_seconds``, and a kernel module can be written from it (names and numbers pass
     codegen's checks); else a one-line error. Returns the plan and what the execution check covered (inputs
     drawn from the plan's workload: :func:`engine.workloads.input_model`)."""
@@ -225,6 +226,7 @@ def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
 
     plan = load_plan(path)
     prove(plan, path)
+    _same_as_workload(plan, path, check_seconds)
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
                              model=input_model(plan.workload, plan.options))
     try:
@@ -234,13 +236,21 @@ def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     return plan, check
 
 
+def _same_as_workload(plan, path: str, check_seconds: float) -> str | None:
+    try:
+        return same_as_workload(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
+    except VerificationError as exc:
+        raise VerificationError(f"{path}: {exc}") from None
+
+
 def cmd_check(args) -> int:
     plan, check = admit_plan(args.plan, args.time_limit)
     used = registers_used(plan.assignment)
+    same = _same_as_workload(plan, args.plan, args.time_limit)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values; proved by the symbolic checker (every path, "
-          f"every input); second opinion: {execution_summary(check, plan.program)}; its kernel module can be "
-          "generated")
+          f"{plan.budget}, {len(plan.spills)} spilled values; {same + '; ' if same else ''}proved by the symbolic "
+          f"checker (every path, every input); second opinion: {execution_summary(check, plan.program)}; its "
+          "kernel module can be generated")
     return 0
 
 

@@ -35,7 +35,7 @@ def plans() -> dict:
     for label, w, (program, options) in (
             ("GEMM 8x8x8", Gemm(8, 8, 8), build_gemm(Gemm(8, 8, 8))),
             ("GEMM 16x16x16 (largest)", Gemm(16, 16, 16), build_gemm(Gemm(16, 16, 16))),
-            ("MHA 32h b64 d64 g4 (seed)", Mha(32, 64, 64, 4), build_mha(Mha(32, 64, 64, 4)))):
+            ("MHA 32h b64 d64 g4 (the note's example)", Mha(32, 64, 64, 4), build_mha(Mha(32, 64, 64, 4)))):
         plan = planned_and_run(allocate("linear-scan", program), workload=w.as_dict(), options=options)
         out[label] = plan
     return out

@@ -560,3 +560,25 @@ def test_a_copy_reloaded_before_a_redefinition_is_stale_after_it():
         "(written at instruction 3)"]
     with pytest.raises(VerificationError):
         verify_execution(program, assignment, {"x": 0})
+
+
+def test_a_later_definition_whose_spill_store_was_deleted_still_defines_its_value():
+    """Review of issue 11: deleting ``st.local 4, %acc_0_0.d2`` from a plan file made ``%acc_0_0.d2`` an unrelated
+    value, so the program "without spill code" lost the accumulation and both checks agreed with the broken
+    plan. A copy is named for its value, store or not: the slot goes stale and both checks say so."""
+    from pathlib import Path
+
+    from engine.allocators import allocate
+    from engine.errors import VerificationError
+
+    text = (Path(__file__).resolve().parents[2] / "resources" / "examples" / "gemm_m1n1k2_loop.txt").read_text()
+    a = allocate("naive", parse(text), 6)
+    assert a.spills["acc_0_0"] == 4
+    lines = [line for line in str(a.program).splitlines() if line.strip() != "st.local 4, %acc_0_0.d2"]
+    assert len(lines) == len(str(a.program).splitlines()) - 1
+    broken = parse("\n".join(lines) + "\n")
+    errors = check_allocation(broken, a.assignment, a.spills)
+    assert errors and all(e.value == "acc_0_0" for e in errors)
+    assert "from slot 4, which may hold an older %acc_0_0 instead" in errors[0].message
+    with pytest.raises(VerificationError):
+        verify_execution(broken, a.assignment, a.spills)

@@ -134,3 +134,26 @@ def test_executed_spill_figures_come_from_a_run_that_enters_the_body():
     loads = sum(n for ins, n in zip(plan.program.instructions, executed) if ins.opcode == "ld.local")
     stores = sum(n for ins, n in zip(plan.program.instructions, executed) if ins.opcode == "st.local")
     assert figures["spill_loads_executed"] == loads > 0 and figures["spill_stores_executed"] == stores > 0
+
+
+def test_a_schedule_edit_still_computes_what_its_workload_builds_and_a_changed_operation_does_not():
+    from engine.edits import Move, apply_edit, move_problem
+    from engine.errors import VerificationError
+    from engine.verify import same_as_workload
+
+    w = Gemm(4, 4, 4)
+    program, options = build_gemm(w)
+    plan = allocate("dsatur", program, 255).plan(workload=w.as_dict(), options=options)
+    assert same_as_workload(plan.program, plan.spills, plan.workload, plan.options) == \
+        "its program is the one gemm 4x4x4 builds"
+    n = len(plan.program.instructions)
+    i = next(i for i in range(n - 1) if move_problem(plan.program, i, i + 1) is None
+             and plan.program.instructions[i].opcode == "ld.global")
+    moved = apply_edit(plan, Move(i, i + 1)).plan
+    assert moved.program != plan.program
+    assert same_as_workload(moved.program, moved.spills, moved.workload, moved.options).startswith(
+        "its program computes what gemm 4x4x4 builds (same memory on 3 inputs")
+    text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add %a_0_1, %b_1_1, %acc_0_1", 1)
+    assert text != str(plan.program)
+    with pytest.raises(VerificationError, match="does not compute what gemm 4x4x4 builds"):
+        same_as_workload(parse(text), {}, plan.workload, plan.options)

@@ -93,6 +93,25 @@ def test_check_proves_a_plan_first_and_rejects_a_reload_from_the_wrong_slot_that
     assert "(%acc_0_0.r1:f32 = ld.local 1)" in r.stderr
 
 
+def test_check_refuses_a_plan_whose_program_is_not_what_its_workload_builds(tmp_path):
+    """Review of issue 11: an accumulator's fma turned into a mul kept every register apart and every read
+    right, so both checks passed; the plan's program is now compared with what its workload builds."""
+    out = tmp_path / "plan.json"
+    r = regtune("allocate", "gemm", "--m", "4", "--n", "4", "--k", "4", "--allocator", "dsatur", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    r = regtune("check", str(out))
+    assert r.returncode == 0 and "its program is the one gemm 4x4x4 builds; proved by the symbolic checker" in r.stdout
+    data = json.loads(out.read_text())
+    before = "%acc_0_1:f32 = fma %a_0_1, %b_1_1, %acc_0_1"
+    assert before in data["program"]
+    data["program"] = data["program"].replace(before, "%acc_0_1:f32 = mul %a_0_1, %b_1_1")
+    out.write_text(json.dumps(data))
+    r = regtune("check", str(out))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith(f"regtune: error: {out}: the plan's program does not compute what gemm 4x4x4 builds: "
+                               "on input ")
+
+
 def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
     out = tmp_path / "plan.json"
     regtune("allocate", EXAMPLE, "--allocator", "dsatur", "--out", str(out))
