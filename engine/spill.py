@@ -61,11 +61,6 @@ def spill_slot(ins: Instruction) -> int | None:
     return int(slot) if digits(slot) and int(slot) <= MAX_SPILL_SLOT else None
 
 
-def reload_name(value: str, k: int) -> str:
-    """Name of the k-th reload of ``value``."""
-    return f"{value}.r{k}"
-
-
 def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
     return Instruction("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
 
