@@ -82,8 +82,9 @@ def _register_conflicts(name: str, width: int, regs, budget: int) -> list[Confli
         return [Conflict(-1, "width", (name,), None, f"%{name} is {width} register(s) wide but has {len(regs)}")]
     for r in regs:
         if not 0 <= r < budget:
-            return [Conflict(-1, "budget", (name,), r, f"%{name} is in R{r}, outside the budget of {budget} register{'s' * (budget != 1)} "
-                                 f"(R0-R{budget - 1})")]
+            plural = "s" * (budget != 1)
+            return [Conflict(-1, "budget", (name,), r,
+                             f"%{name} is in R{r}, outside the budget of {budget} register{plural} (R0-R{budget - 1})")]
     if width == 2 and (regs[0] % 2 or regs[1] != regs[0] + 1):
         return [Conflict(-1, "alignment", (name,), regs[0], f"%{name} is 64-bit and needs an even-aligned pair, not R{regs[0]}:R{regs[1]}")]
     return []
