@@ -316,9 +316,9 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
 
 def _coverage(seeds: tuple, stores: int, executed: list) -> ExecutionCheck:
     """The check's figures from the per-instruction counts of its allocated runs."""
-    n = len(executed[0]) if executed else 0
-    missed = [i for i in range(n) if not any(e[i] for e in executed)]
-    return ExecutionCheck(tuple(seeds), stores, n - len(missed), n, missed[0] if missed else None)
+    ran = np.any(np.array(executed, dtype=bool), axis=0) if executed else np.zeros(0, dtype=bool)
+    missed = np.flatnonzero(~ran)
+    return ExecutionCheck(tuple(seeds), stores, int(ran.sum()), len(ran), int(missed[0]) if len(missed) else None)
 
 
 class ReferenceRuns:

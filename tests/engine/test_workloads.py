@@ -203,4 +203,4 @@ def test_a_toy_workload_builds_with_nvvm_and_ptxas_and_passes_the_simulator(dot,
     build = build_plan(plan, ("sm_80",), use_cache=False)
     assert ".entry" in build.ptx and build.archs["sm_80"].report.registers > 0
     result = simulate(plan)
-    assert result.get("ok") is True and result["runs"] == 1, result
+    assert result.ok is True and result.runs == 1, result
