@@ -582,3 +582,11 @@ def test_a_later_definition_whose_spill_store_was_deleted_still_defines_its_valu
     assert "from slot 4, which may hold an older %acc_0_0 instead" in errors[0].message
     with pytest.raises(VerificationError):
         verify_execution(broken, a.assignment, a.spills)
+
+
+def test_shape_errors_name_no_instruction_register_or_slot_and_come_first():
+    """A value without registers of its width is a fault of the whole plan: instruction -1, no register, no
+    slot (a mutation run found these fields never asserted)."""
+    errors = check_allocation(parse(STRAIGHT), {"pa": (0, 1), "x": (2, 3), "t": (-1,), "y": (4,)}, {})
+    assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(-1, "t", None, None),
+                                                                             (-1, "x", None, None)]
