@@ -590,3 +590,10 @@ def test_shape_errors_name_no_instruction_register_or_slot_and_come_first():
     errors = check_allocation(parse(STRAIGHT), {"pa": (0, 1), "x": (2, 3), "t": (-1,), "y": (4,)}, {})
     assert [(e.instruction, e.value, e.register, e.slot) for e in errors] == [(-1, "t", None, None),
                                                                              (-1, "x", None, None)]
+
+
+def test_at_one_instruction_and_value_a_slot_error_sorts_before_register_errors():
+    """``sort_key`` puts a missing register or slot below every real one (a mutation run found it unpinned)."""
+    slot, low, high = CheckError(3, "x", None, 4, "s"), CheckError(3, "x", 0, None, "r"), CheckError(3, "x", 2, None, "r")
+    assert sorted([high, low, slot], key=CheckError.sort_key) == [slot, low, high]
+    assert sorted([CheckError(3, "x", None, 7, "b"), CheckError(3, "x", None, 5, "a")], key=CheckError.sort_key)[0].slot == 5
