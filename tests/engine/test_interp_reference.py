@@ -86,6 +86,17 @@ EVERY_SHAPE = """.kernel k
   %g2:pred = setp.lt.s32 %n, 2147483648
   %g3:pred = setp.lt %x, %y, %n
   %a0:i32 = param
+  %tid:i32 = sreg.tid.x
+  %nb:i32 = param n
+  %k2:i32, %k3:i32 = param pair
+  %pc:u64 = param C
+  %dq:i32 = div.u32 %tid, %nb
+  %dr:i32 = rem.u32 %k3, %nb
+  %dz:i32 = div.u32 %tid, 0
+  %rz:i32 = rem.u32 %nb, 0
+  %ds:i32 = div.s32 %k2, %nb
+  %dq:i32 = add %dq, %dr, %dz, %rz, %ds
+  st.global %pc, 0, %dq
   %a1:i32 = tex.lt %x, %y
   %a2:i32 = add %a0, %a1
   %a2:i32 = @%g2 add %a2, 1
@@ -115,7 +126,8 @@ EVERY_SHAPE = """.kernel k
 ASSIGNMENT = {"pa": (0, 1), "pb": (2, 3), "i": (4,), "x": (5,), "y": (6,), "w": (8, 9), "z": (7,), "u": (10, 11),
               "v": (5,), "s": (12,), "m": (13,), "h": (14,), "e": (14,), "q": (15,), "n": (16,), "t": (16,),
               "c": (18, 19), "r": (6,), "o": (8, 9), "a0": (20,),
-              "a1": (21,), "a2": (20,)}
+              "a1": (21,), "a2": (20,), "tid": (22,), "nb": (23,), "k2": (24,), "k3": (25,), "pc": (26, 27),
+              "dq": (28,), "dr": (29,), "dz": (30,), "rz": (31,), "ds": (32,)}
 
 
 @pytest.mark.parametrize("registers", [None, ASSIGNMENT], ids=["virtual", "physical"])
@@ -135,6 +147,13 @@ def test_the_reference_reports_a_value_read_before_its_definition():
     program = parse(".kernel k\n.block b\n  %x:i32 = mov 5\n  %y:i32 = add %x, %w\n  %w:i32 = mov 1\n  exit\n")
     with pytest.raises(InterpreterError, match="w is read before any definition"):
         Machine(program).run()
+
+
+def test_the_fast_interpreter_names_the_value_read_before_its_definition_and_where():
+    program = parse(".kernel k\n.block b\n  %x:i32 = mov 5\n  %y:i32 = add %w, %x\n  %w:i32 = mov 1\n  exit\n")
+    with pytest.raises(InterpreterError) as caught:
+        run(program, 0)
+    assert str(caught.value) == "%w is read before any definition at instruction 1 (%y:i32 = add %w, %x)"
 
 
 def test_the_reference_stops_at_its_step_limit_and_has_the_fast_ones_by_default():
