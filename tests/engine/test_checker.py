@@ -566,12 +566,12 @@ def test_a_later_definition_whose_spill_store_was_deleted_still_defines_its_valu
     """Review of issue 11: deleting ``st.local 4, %acc_0_0.d2`` from a plan file made ``%acc_0_0.d2`` an unrelated
     value, so the program "without spill code" lost the accumulation and both checks agreed with the broken
     plan. A copy is named for its value, store or not: the slot goes stale and both checks say so."""
-    from pathlib import Path
+    from importlib.resources import files
 
     from engine.allocators import allocate
     from engine.errors import VerificationError
 
-    text = (Path(__file__).resolve().parents[2] / "resources" / "examples" / "gemm_m1n1k2_loop.txt").read_text()
+    text = (files("resources") / "examples" / "gemm_m1n1k2_loop.txt").read_text()
     a = allocate("naive", parse(text), 6)
     assert a.spills["acc_0_0"] == 4
     lines = [line for line in str(a.program).splitlines() if line.strip() != "st.local 4, %acc_0_0.d2"]
