@@ -50,7 +50,6 @@ True
 
 from __future__ import annotations
 
-import ast
 import builtins
 import keyword
 import math
@@ -66,7 +65,7 @@ from engine.plan import Plan
 from engine.spill import spill_slot
 from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
 from engine.structure import loop_trips as structure_loop_trips
-from kernels.harness import HARNESSES, Harness, harness_for
+from kernels.harness import HARNESSES, Harness, bound_names, harness_for
 from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
@@ -677,18 +676,8 @@ def _module_names() -> set:
     """Every name the generated module binds at its top level (helpers, constants, imports): the kernel
     function's name must be none of them (nor a name its body reads)."""
     names = set(_RESERVED)
-    statements = [node for t in (_HELPERS, _MAIN.format(name="kernel_function"), *(h.text for h in HARNESSES.values()))
-                  for node in ast.parse(t).body]
-    while statements:
-        node = statements.pop()
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-            statements.extend(node.body + getattr(node, "orelse", []))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    for text in (_HELPERS, _MAIN.format(name="kernel_function"), *(h.text for h in HARNESSES.values())):
+        names |= bound_names(text)
     names.update(("WORKLOAD", "ALLOCATOR", "KERNEL", "MAX_REGISTERS", "PARAMS", "ARRAYS", "SIGNATURE",
                   "THREADS_PER_BLOCK", "M", "N", "K", "MATRICES_PER_BLOCK", "TOLERANCE", "HEADS", "GROUPS",
                   "HEAD_DIM", "SEQ_LEN", "TPR", "BC", "TRIPS", "sys", "np", "math", "config", "cuda",
