@@ -82,7 +82,7 @@ def cmd_build(args) -> int:
 
     archs = _archs(args.arch)
     out = _out_dir(args.out_dir)
-    plan, _ = admit_plan(args.plan, args.time_limit)     # build accepts exactly what check accepts
+    plan = admit_plan(args.plan, args.time_limit).plan     # build accepts exactly what check accepts
     m = measure(plan, archs, args.spills, _limits(args), _no_simulate(args), args.sim_timeout)
     _warn(m)
     report = m.to_dict()
@@ -131,7 +131,7 @@ def cmd_compare(args) -> int:
     from kernels.pipeline import measure
 
     archs = _archs(args.arch)
-    extra = [(Path(p).stem, admit_plan(p, args.time_limit)[0]) for p in args.plan or []]
+    extra = [(Path(p).stem, admit_plan(p, args.time_limit).plan) for p in args.plan or []]
     program, workload, options = workload_program(args)
     plans = [(n, planned_and_run(allocate(n, program, args.budget), workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
@@ -159,7 +159,7 @@ def cmd_budget_sweep(args) -> int:
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
-    plan, _ = admit_plan(args.plan, args.time_limit)
+    plan = admit_plan(args.plan, args.time_limit).plan
     sweep = budget_sweep(plan, arch.name, args.start, args.stop, _limits(args))
     if args.json:
         print(json.dumps({"arch": sweep.arch, "plan": args.plan, **sweep.to_dict()}, indent=1))

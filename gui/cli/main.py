@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occupancy
@@ -27,7 +28,7 @@ from engine.fields import digits, excerpt
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, check_plan, check_writable, load_plan, registers_used, write_plan
+from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
 from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
@@ -215,25 +216,35 @@ def prove(plan, where: str) -> str:
     return "proved by the symbolic checker (every path, every input)"
 
 
-def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
+@dataclass(frozen=True)
+class Admitted:
+    """A plan file ``check`` and ``build`` accept, and what showed it: how its program matches its workload
+    (None for a program file), and what the execution check covered."""
+
+    plan: Plan
+    workload: str | None
+    check: ExecutionCheck
+
+
+def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
     """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
     conflict, proved by the symbolic checker (:func:`engine.checker.check_allocation`), computing what its
     workload builds (:func:`engine.verify.same_as_workload`), the execution check
     passed within ``check_seconds``, and a kernel module can be written from it (names and numbers pass
-    codegen's checks); else a one-line error. Returns the plan and what the execution check covered (inputs
-    drawn from the plan's workload: :func:`engine.workloads.input_model`)."""
+    codegen's checks); else a one-line error. The execution check draws its inputs from the plan's workload
+    (:func:`engine.workloads.input_model`)."""
     from kernels.codegen import KernelError, kernel_source
 
     plan = load_plan(path)
     prove(plan, path)
-    _same_as_workload(plan, path, check_seconds)
+    same = _same_as_workload(plan, path, check_seconds)
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
                              model=input_model(plan.workload, plan.options))
     try:
         kernel_source(plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return plan, check
+    return Admitted(plan, same, check)
 
 
 def _same_as_workload(plan, path: str, check_seconds: float) -> str | None:
@@ -244,9 +255,9 @@ def _same_as_workload(plan, path: str, check_seconds: float) -> str | None:
 
 
 def cmd_check(args) -> int:
-    plan, check = admit_plan(args.plan, args.time_limit)
+    admitted = admit_plan(args.plan, args.time_limit)
+    plan, check, same = admitted.plan, admitted.check, admitted.workload
     used = registers_used(plan.assignment)
-    same = _same_as_workload(plan, args.plan, args.time_limit)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
           f"{plan.budget}, {len(plan.spills)} spilled values; {same + '; ' if same else ''}proved by the symbolic "
           f"checker (every path, every input); second opinion: {execution_summary(check, plan.program)}; its "

@@ -172,7 +172,9 @@ def test_a_toy_workload_runs_analyze_allocate_and_check_through_the_registry(dot
     assert main(["analyze", "dot"]) == 2 and "dot needs --length" in capsys.readouterr().err
     assert main(["configs", "dot", "--count"]) == 0 and capsys.readouterr().out == "7\n"
     path = _allocated(tmp_path, capsys)
-    plan, check = admit_plan(str(path))
+    admitted = admit_plan(str(path))
+    plan, check = admitted.plan, admitted.check
+    assert admitted.workload == "its program is the one dot 5 builds"
     assert check.verified and check.stores > 0 and plan.workload == {"kind": "dot", "length": 5}
     assert main(["check", str(path)]) == 0 and "its kernel module can be generated" in capsys.readouterr().out
     assert config_label(plan.workload) == "dot 5" and parse_config_label("dot 5") == plan.workload
