@@ -225,7 +225,7 @@ class Document:
         """
         name = name or self.session.current
         before = self.session.plans[name]
-        result = apply_edit(before, edit)
+        result = apply_edit(before, edit, self.analysis(before))   # the views' analysis: kept by edits that keep the program
         if result.rejected:
             return HandEdit(edit, name, before, None, rejected=result.rejected)
         if name not in ALLOCATOR_ORDER:
