@@ -365,13 +365,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("screenshot", help="render the window offscreen to a PNG")
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
+    _screenshot_mha_flags(p)
     p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
-    p.add_argument("--plan-name", dest="current", help="which plan to show (default: the first)")
-    p.add_argument("--select", help="a value to select")
+    p.add_argument("--plan-name", dest="current",
+                   help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur (default: the first)")
+    p.add_argument("--select", help="a value to select, as the IR spells it (%%acc_1_2) or bare (acc_1_2)")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))
     return parser
+
+
+def _screenshot_mha_flags(p) -> None:
+    """``screenshot --mha`` and the MHA flags of the commands that build a program (the window shows no
+    projection phase, so ``--projection`` is not among them)."""
+    mha = workload_named("mha")
+    g = p.add_argument_group(f"{mha.title}, with --mha")
+    g.add_argument("--mha", action="store_true", help="show an MHA config instead (needs the flags below)")
+    for f in mha.flags:
+        if not f.switch:
+            g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
 
 
 def _window(command: str):

@@ -1,7 +1,8 @@
 """Starting the window: ``regtune``, ``regtune gui [PLAN]`` and ``regtune screenshot``.
 
-Invariant: this is the only entry point that creates a QApplication; the
-headless commands of gui/cli/ import it only when asked for the window.
+Invariant: this is the only entry point that creates a QApplication, and it installs the Qt message filter
+(:func:`install_message_filter`) first; the headless commands of gui/cli/ import it only when asked for the
+window.
 """
 
 from __future__ import annotations
@@ -14,9 +15,41 @@ from gui.qt.display import check_display
 VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
 
 
+#: Qt messages that say nothing to a user: the offscreen platform's, printed on every offscreen run
+NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def drop_noise(previous=None):
+    """A Qt message handler that drops the messages of :data:`NOISE` and hands every other to ``previous``
+    (a handler installed before, such as pytest-qt's) or, without one, prints it on stderr as Qt does."""
+    def handle(kind, context, message: str) -> None:
+        if message in NOISE:
+            return
+        if previous is not None:
+            previous(kind, context, message)
+        else:
+            print(message, file=sys.stderr)
+    return handle
+
+
+def install_message_filter() -> None:
+    """Install :func:`drop_noise` once per process, before the QApplication is made."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    global _filter_installed
+    if not _filter_installed:
+        previous = qInstallMessageHandler(None)       # None: Qt's own; returns what was installed
+        qInstallMessageHandler(drop_noise(previous))
+        _filter_installed = True
+
+
+_filter_installed = False
+
+
 def application():
     from PySide6.QtWidgets import QApplication
 
+    install_message_filter()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("RegTune")
     return app
@@ -32,6 +65,22 @@ def run_gui(plan_path: str | None = None) -> int:
         window.open_plan(plan_path)
     window.show()
     return app.exec()
+
+
+def _choose(window, current: str | None, select: str | None) -> None:
+    """Make plan ``current`` current and select value ``select`` (``%name`` or ``name``); an unknown one is a
+    one-line error naming it (and, for a plan, the plans there are)."""
+    plans = window.doc.session.plans
+    if current is not None:
+        if current not in plans:
+            raise RegtuneError(f"--plan-name {current!r}: no such plan (the plans: {', '.join(plans)})")
+        window.doc.set_current(current)
+    if select is not None:
+        name = select[1:] if select.startswith("%") else select
+        if name not in window.doc.analysis().index:
+            raise RegtuneError(f"--select {select}: the {window.doc.session.current} plan's program has no value "
+                               f"%{name}")
+        window.doc.select(name)
 
 
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
@@ -60,10 +109,11 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     from gui.qt.qt_main_window import _doctor_job
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))
-    if current:
-        window.doc.set_current(current)
-    if select:
-        window.doc.select(select)
+    try:
+        _choose(window, current, select)
+    except RegtuneError:
+        window.dispose()
+        raise
     if build:
         window.build_and_measure()
         try:

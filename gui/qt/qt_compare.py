@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QTableWidget,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QPlainTextEdit, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from engine.arch import DEFAULT_BUILD_ARCHS
@@ -23,14 +23,39 @@ from kernels.report import Column, compare_rows
 ARCHS = DEFAULT_BUILD_ARCHS
 
 
+NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
+
+
+def built_caption(names: list, measurements: dict) -> str:
+    """What the compare table's measured rows hold: nothing built yet, some plans or all of them.
+
+    Examples
+    --------
+    >>> built_caption(["naive", "dsatur"], {"dsatur": object()})
+    'Measured: dsatur (1 of 2 plans; Build & measure (Ctrl+B) measures the rest); \u2605 marks the best value in each row.'
+    >>> built_caption(["naive"], {"naive": object()})
+    'Measured: all 1 plan (built by Build & measure); \u2605 marks the best value in each row.'
+    """
+    built = [n for n in names if n in measurements]
+    best = "; \u2605 marks the best value in each row."
+    if not built:
+        return NOT_BUILT
+    if len(built) == len(names):
+        return f"Measured: all {len(names)} plan{'s' * (len(names) != 1)} (built by Build & measure){best}"
+    return (f"Measured: {', '.join(built)} ({len(built)} of {len(names)} plans; Build & measure (Ctrl+B) measures "
+            f"the rest){best}")
+
+
 class QtComparePanel(QWidget):
     """Plans side by side: planned against actual; the best value in each row is marked with a star."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.table = QTableWidget()
-        self.caption = QLabel("Build & measure (Ctrl+B) fills the measured rows.")
+        self.caption = QLabel(NOT_BUILT)
         self.caption.setWordWrap(True)
+        self.table.setWordWrap(True)       # long cells wrap: every plan's column fits the tab's width
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
@@ -64,7 +89,8 @@ class QtComparePanel(QWidget):
                     item.setBackground(QColor(89, 161, 79, 60))
                 self.table.setItem(i, j, item)
                 self.cells[(label, names[j])] = item.text()
-        self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
+        self.caption.setText(built_caption(names, measurements))
 
     def cell(self, row_label: str, plan: str) -> str:
         return self.cells.get((row_label, plan), "")

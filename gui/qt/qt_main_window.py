@@ -300,7 +300,7 @@ class QtMainWindow(QMainWindow):
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()
         if current is self.graph and self._graph_stale and self.doc.plan:
-            self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection)
+            self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection, self.doc.conflicts())
             self._graph_stale = False
         if current is self.compare and self._compare_stale:
             self.refresh_compare()

@@ -115,7 +115,8 @@ class QtTimeline(QWidget):
         self.plot.addItem(self.background)
         self.plot.addItem(self.loop_item)
         self.bar_items: dict[str, pg.BarGraphItem] = {}
-        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
+        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt", labelTextColor="#f0f0f0",
+                                         brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"))
         self.conflict_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.9, pen=pg.mkPen("#ff0000", width=2),
                                              brush=None)
         self.select_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.95, pen=pg.mkPen("#ffd700", width=2.5),
@@ -128,7 +129,8 @@ class QtTimeline(QWidget):
         self.curve = self.pressure_plot.plot([], [], stepMode="center", fillLevel=0,
                                              brush=(78, 121, 167, 90), pen=pg.mkPen("#4e79a7", width=1.5))
         self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#e15759", style=Qt.PenStyle.DashLine),
-                                           label="budget {value:.0f}", labelOpts={"position": 0.02})
+                                           label="budget {value:.0f}",
+                                           labelOpts={"position": 0.01, "anchors": [(0, 0), (0, 0)]})  # left-aligned: not clipped
         self.maxlive_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#59a14f", style=Qt.PenStyle.DotLine),
                                             label="MAXLIVE {value:.0f}", labelOpts={"position": 0.15})
         self.peak = pg.ScatterPlotItem(size=10, brush="#e15759", symbol="t")
