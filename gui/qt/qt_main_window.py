@@ -40,7 +40,7 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_path, clear_autosave
+from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, clear_autosave
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 
@@ -104,11 +104,12 @@ class QtMainWindow(QMainWindow):
         self._build_actions()
         self._connect()
         notifications.subscribe(self._notified)
-        self.doc.autosave_enabled = autosave
-        if restore is None and autosave and autosave_path().exists():
+        self.autosave_slot = self._claim_autosave(autosave)
+        orphaned = self.autosave_slot is not None and self.autosave_slot.orphaned
+        if restore is None and orphaned:
             restore = QMessageBox.question(self, "RegTune", "RegTune did not close cleanly. Restore the last "
                                            "session, with every edit?") == QMessageBox.StandardButton.Yes
-        if restore and autosave_path().exists():
+        if restore and orphaned:
             self.restore_autosave()
         elif not self.doc.session.plans and start_jobs:
             self.request_workload(self.doc.session.workload, self.doc.session.options)
@@ -117,6 +118,15 @@ class QtMainWindow(QMainWindow):
         if start_jobs:
             self.jobs.start("doctor", _doctor_job, on_done=self.toolchain_label.setText,
                             on_error=lambda m, d: self.toolchain_label.setText(f"toolchain: {m}"))
+
+    def _claim_autosave(self, autosave: bool) -> AutosaveSlot | None:
+        """This window's own autosave slot (a second window takes another; a crashed window's is free)."""
+        if not autosave:
+            return None
+        slot = AutosaveSlot.claim()
+        self.doc.autosave_file = slot.path
+        self.doc.autosave_enabled = True
+        return slot
 
     # -- construction ----------------------------------------------------------------------
     def _build_widgets(self) -> None:
@@ -596,7 +606,7 @@ class QtMainWindow(QMainWindow):
         from gui.model.session import load_session
 
         try:
-            session = load_session()
+            session = load_session(self.autosave_slot.path if self.autosave_slot else None)
         except RegtuneError as e:
             notifications.notify(f"the autosaved session could not be restored: {e}")
             self.request_workload(self.doc.session.workload, self.doc.session.options)
@@ -612,8 +622,10 @@ class QtMainWindow(QMainWindow):
             sys.modules["kernels.run"].stop_workers()
         self.jobs.wait(5000)
         notifications.unsubscribe(self._notified)
-        if self.doc.autosave_enabled:
-            clear_autosave()
+        if self.autosave_slot is not None:
+            if self.doc.autosave_enabled:
+                clear_autosave(self.autosave_slot.path)
+            self.autosave_slot.release()
         super().closeEvent(event)
 
     # -- for scripts and tests ---------------------------------------------------------------
