@@ -211,7 +211,7 @@ class AutosaveSlot:
         self.slot, self.path, self._fd = slot, path, fd
 
     @classmethod
-    def claim(cls, folder: Path | None = None, limit: int = 64) -> "AutosaveSlot":
+    def claim(cls, folder: Path | None = None, limit: int = 64) -> AutosaveSlot:
         """The first slot no open window holds, locked for this one (``folder``: see :func:`autosave_path`)."""
         for slot in range(limit):
             path = autosave_path(slot, folder)

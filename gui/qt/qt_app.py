@@ -69,17 +69,17 @@ def run_gui(plan_path: str | None = None) -> int:
 
 def _choose(window, current: str | None, select: str | None) -> None:
     """Make plan ``current`` current and select value ``select`` (``%name`` or ``name``); an unknown one is a
-    one-line error naming it (and, for a plan, the plans there are)."""
+    one-line error naming it (and, for a plan, the plans there are), raised before anything changes."""
     plans = window.doc.session.plans
+    if current is not None and current not in plans:
+        raise RegtuneError(f"--plan-name {current!r}: no such plan (the plans: {', '.join(plans)})")
+    shown = current or window.doc.session.current
+    name = select[1:] if select and select.startswith("%") else select
+    if select is not None and name not in window.doc.analysis(plans[shown]).index:
+        raise RegtuneError(f"--select {select}: the {shown} plan's program has no value %{name}")
     if current is not None:
-        if current not in plans:
-            raise RegtuneError(f"--plan-name {current!r}: no such plan (the plans: {', '.join(plans)})")
         window.doc.set_current(current)
     if select is not None:
-        name = select[1:] if select.startswith("%") else select
-        if name not in window.doc.analysis().index:
-            raise RegtuneError(f"--select {select}: the {window.doc.session.current} plan's program has no value "
-                               f"%{name}")
         window.doc.select(name)
 
 

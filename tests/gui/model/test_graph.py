@@ -8,9 +8,23 @@ import pytest
 from engine.edits import Assign, apply_edit
 from engine.liveness import analyze
 from engine.verify import static_conflicts
-from gui.model.graph import (CONFLICT, DENSITY, INTERFERE, NO_REGISTER, PALETTE, conflict_pairs, edges_to_draw,
-                             first_registers, interference_matrix, interferences_among, neighbourhood,
-                             neighbourhood_layout, neighbours, register_class, value_order)
+from gui.model.graph import (
+    CONFLICT,
+    DENSITY,
+    INTERFERE,
+    NO_REGISTER,
+    PALETTE,
+    conflict_pairs,
+    edges_to_draw,
+    first_registers,
+    interference_matrix,
+    interferences_among,
+    neighbourhood,
+    neighbourhood_layout,
+    neighbours,
+    register_class,
+    value_order,
+)
 
 
 def _pairs_in(matrix, names):
