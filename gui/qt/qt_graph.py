@@ -176,8 +176,8 @@ class QtInterferenceGraph(QWidget):
     def refresh(self) -> None:
         if self.plan is None:
             return
-        key = (id(self.plan), self.order, self.colouring)
-        if key != self._matrix_key:
+        key = (self.plan, self.order, self.colouring)        # the plan itself: an id can be reused
+        if self._matrix_key is None or key[0] is not self._matrix_key[0] or key[1:] != self._matrix_key[1:]:
             self._draw_matrix()
             self._matrix_key = key
         self._draw_selection()
@@ -324,7 +324,7 @@ class QtInterferenceGraph(QWidget):
         brushes = [self.brushes[r % len(PALETTE)] if r >= 0 else self.brushes[-1] for r in regs.tolist()]
         symbols = ["x" if n in self.plan.spills else "o" for n in self.shown]
         self.graph_item.setData(pos=pos, adj=edges, symbolBrush=brushes, symbol=symbols, size=9, pxMode=True,
-                                pen=pg.mkPen((170, 170, 170, 18), width=1), data=np.array(self.shown, dtype=object))
+                                pen=pg.mkPen((170, 170, 170, 12), width=1), data=np.array(self.shown, dtype=object))
         self.ring.setData(pos[:1, 0], pos[:1, 1])
         inside = np.isin(h.nodes, self._class_values())
         self.class_ring.setData(pos[inside, 0], pos[inside, 1])
