@@ -83,9 +83,23 @@ def _choose(window, current: str | None, select: str | None) -> None:
         window.doc.select(name)
 
 
+def _mark_register(window, current: str | None, text: str | None) -> None:
+    """Mark the values register ``text`` (``R5`` or ``5``) holds in the graph view; a register plan ``current``
+    (the current one by default) does not use is a one-line error."""
+    if text is None or (current is not None and current not in window.doc.session.plans):
+        return                                          # an unknown plan: _choose names it
+    name = current or window.doc.session.current
+    used = sorted({r for regs in window.doc.session.plans[name].assignment.values() for r in regs})
+    number = text[1:] if text[:1] in ("R", "r") else text
+    if not number.isdigit() or int(number) not in used:
+        raise RegtuneError(f"--register {text}: the {name} plan puts no value in such a register (it uses "
+                           f"R{used[0]}..R{used[-1]})")
+    window.graph.register = int(number)
+
+
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
                workload: dict | None = None, options: dict | None = None, build: bool = False,
-               current: str | None = None, select: str | None = None) -> str:
+               current: str | None = None, select: str | None = None, register: str | None = None) -> str:
     """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).
     ``build`` runs Build & measure first (the SASS and compare views need it)."""
     if view not in (*VIEW_TABS, "all"):
@@ -110,6 +124,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))
     try:
+        _mark_register(window, current, register)      # checks first: nothing has changed when one fails
         _choose(window, current, select)
     except RegtuneError:
         window.dispose()

@@ -44,7 +44,7 @@ def window(qtbot):
 def test_screenshot_selects_a_value_spelt_as_the_ir_spells_it(qtbot, tmp_path, capsys):
     out = tmp_path / "graph.png"
     assert command(["screenshot", "--gemm", "4x4x4", "--view", "graph", "--plan-name", "dsatur",
-                    "--select", "%acc_1_2", "--out", str(out)]) == 0
+                    "--select", "%acc_1_2", "--register", "R2", "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
     assert not QImage(str(out)).isNull()
 
@@ -55,6 +55,10 @@ def test_screenshot_selects_a_value_spelt_as_the_ir_spells_it(qtbot, tmp_path, c
      "regtune: error: --select acc_9_9: the dsatur plan's program has no value %acc_9_9\n"),
     (["--plan-name", "fastest"], ("regtune: error: --plan-name 'fastest': no such plan (the plans: naive, "
                                   "linear-scan, chaitin-briggs, dsatur)\n")),
+    (["--register", "R300"], ("regtune: error: --register R300: the naive plan puts no value in such a register "
+                              "(it uses R0..R49)\n")),
+    (["--register", "ten", "--plan-name", "dsatur"],
+     "regtune: error: --register ten: the dsatur plan puts no value in such a register (it uses R0..R12)\n"),
     (["--mha", "--heads", "32"], "regtune: error: --mha needs --batch, --head-dim, --groups\n"),
     (["--heads", "32"], "regtune: error: --heads describe an MHA config: add --mha\n"),
     (["--mha", "--gemm", "2x2x2"], "regtune: error: --gemm and --mha: choose one workload to show\n"),
