@@ -367,10 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     _screenshot_mha_flags(p)
     p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
-    p.add_argument("--plan-name", dest="current",
-                   help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur (default: the first)")
-    p.add_argument("--select", help="a value to select, as the IR spells it (%%acc_1_2) or bare (acc_1_2)")
-    p.add_argument("--register", help="a register (R5 or 5) whose values the graph view marks")
+    p.add_argument("--plan-name", dest="current", metavar="NAME",
+                   help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
+                        "(default: the first)")
+    p.add_argument("--select", metavar="VALUE", help="a value to select, as the IR spells it (%%acc_1_2) or bare")
+    p.add_argument("--register", metavar="REG", help="a register (R5 or 5) whose values the graph view marks")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))
