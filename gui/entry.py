@@ -48,8 +48,9 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
 
     mha_flags = [f.name for f in workload_named("mha").flags
                  if not f.switch and getattr(args, f.dest) not in (None, f.default)]
-    if args.mha and args.gemm:
-        raise RegtuneError("--gemm and --mha: choose one workload to show")
+    chosen = [flag for flag, given in (("--plan", args.plan), ("--gemm", args.gemm), ("--mha", args.mha)) if given]
+    if len(chosen) > 1:
+        raise RegtuneError(f"{' and '.join(chosen)}: choose one thing to show")
     if mha_flags and not args.mha:
         raise RegtuneError(f"{', '.join(mha_flags)} describe an MHA config: add --mha")
     if args.mha:

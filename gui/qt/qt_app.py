@@ -92,8 +92,8 @@ def _mark_register(window, current: str | None, text: str | None) -> None:
     used = sorted({r for regs in window.doc.session.plans[name].assignment.values() for r in regs})
     number = text[1:] if text[:1] in ("R", "r") else text
     if not number.isdigit() or int(number) not in used:
-        raise RegtuneError(f"--register {text}: the {name} plan puts no value in such a register (it uses "
-                           f"R{used[0]}..R{used[-1]})")
+        uses = f"it uses R{used[0]}..R{used[-1]}" if used else "it uses none"
+        raise RegtuneError(f"--register {text}: the {name} plan puts no value in such a register ({uses})")
     window.graph.register = int(number)
 
 

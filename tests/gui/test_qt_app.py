@@ -61,7 +61,8 @@ def test_screenshot_selects_a_value_spelt_as_the_ir_spells_it(qtbot, tmp_path, c
      "regtune: error: --register ten: the dsatur plan puts no value in such a register (it uses R0..R12)\n"),
     (["--mha", "--heads", "32"], "regtune: error: --mha needs --batch, --head-dim, --groups\n"),
     (["--heads", "32"], "regtune: error: --heads describe an MHA config: add --mha\n"),
-    (["--mha", "--gemm", "2x2x2"], "regtune: error: --gemm and --mha: choose one workload to show\n"),
+    (["--mha", "--gemm", "2x2x2"], "regtune: error: --gemm and --mha: choose one thing to show\n"),
+    (["--plan", "p.json", "--gemm", "2x2x2"], "regtune: error: --plan and --gemm: choose one thing to show\n"),
 ])
 def test_screenshot_refuses_unknown_values_in_one_line(qtbot, tmp_path, capsys, flags, message):
     out = tmp_path / "never.png"
