@@ -2,7 +2,7 @@
 
 Left, the interference matrix: one ImageItem of the codes gui.model.graph builds from the interference
 CSR (values ordered by live-range start or by register; cells coloured by the row value's register, or
-plain, with the plan's conflicts in red either way); hovering a cell names its two values, clicking it
+plain, with the plan's conflicts in red either way, and ringed in red to show at any size); hovering a cell names its two values, clicking it
 selects the row's value everywhere; the selection is crossed, and a chosen register's values are marked
 on the diagonal. Right, the selected value's neighbourhood with every interference among its members (the
 induced subgraph), x the live-range start and y the register as on the timeline.
@@ -104,7 +104,9 @@ class QtInterferenceGraph(QWidget):
         self.row_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(SELECTED, width=1))
         self.col_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(SELECTED, width=1))
         self.class_marks = pg.ScatterPlotItem(symbol="s", size=7, pen=pg.mkPen(CLASS, width=1.5), brush=None)
-        for item in (self.row_line, self.col_line, self.class_marks):
+        # a conflict is one cell, a pixel or two on screen: ringed so that it shows at any size
+        self.conflict_marks = pg.ScatterPlotItem(symbol="o", size=13, pen=pg.mkPen("#ff2020", width=2), brush=None)
+        for item in (self.row_line, self.col_line, self.class_marks, self.conflict_marks):
             item.setZValue(10)
             self.matrix_plot.addItem(item)
         self.matrix_plot.scene().sigMouseMoved.connect(self._hovered)
@@ -209,6 +211,8 @@ class QtInterferenceGraph(QWidget):
                                               conflict_pairs(self.conflicts))
         self.image.setImage(m.image.T, levels=(0, 255), lut=self.lut, autoLevels=False)
         self.image.setRect(0, 0, m.side, m.side)
+        red = np.argwhere(m.image == CONFLICT) + 0.5
+        self.conflict_marks.setData(red[:, 1], red[:, 0])
         self.matrix_plot.setRange(xRange=(0, m.side), yRange=(0, m.side), padding=0.02)
 
     def matrix_caption(self) -> str:

@@ -125,6 +125,8 @@ def test_the_order_and_colouring_switch_and_conflicts_show_red(window):
     overlaps = [c for c in window.doc.conflicts() if c.kind == "overlap"]
     assert overlaps and window.doc.session.current == "hand 1"
     assert np.count_nonzero(g.matrix.image == CONFLICT) == 2 * len(overlaps)
+    ringed = {(int(x - 0.5), int(y - 0.5)) for x, y in zip(g.conflict_marks.data["x"], g.conflict_marks.data["y"])}
+    assert ringed == {(int(c), int(r)) for r, c in np.argwhere(g.matrix.image == CONFLICT)}
     assert f"{len(overlaps)} conflict" in g.caption.text()
     row = g.matrix.pixel_of(window.doc.analysis().index["acc_1_2"])
     col = g.matrix.pixel_of(window.doc.analysis().index[busy])
