@@ -378,6 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _window(command: str):
+    """The parser's handler of a window command: run by the one the caller passed to :func:`main`."""
+    def handler(args, window=None) -> int:
+        if window is None:
+            raise RegtuneError(f"'{command}' opens the window: run it through the regtune command (gui.entry)")
+        return window[command](args)
+    handler.window = True
+    return handler
+
+
 def _screenshot_mha_flags(p) -> None:
     """``screenshot --mha`` and the MHA flags of the commands that build a program (the window shows no
     projection phase, so ``--projection`` is not among them)."""
@@ -387,16 +397,6 @@ def _screenshot_mha_flags(p) -> None:
     for f in mha.flags:
         if not f.switch:
             g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
-
-
-def _window(command: str):
-    """The parser's handler of a window command: run by the one the caller passed to :func:`main`."""
-    def handler(args, window=None) -> int:
-        if window is None:
-            raise RegtuneError(f"'{command}' opens the window: run it through the regtune command (gui.entry)")
-        return window[command](args)
-    handler.window = True
-    return handler
 
 
 def main(argv=None, window=None) -> int:
