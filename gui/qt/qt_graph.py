@@ -282,7 +282,7 @@ class QtInterferenceGraph(QWidget):
         return set(conflict_pairs(self.conflicts))
 
     def _cell_at(self, scene_pos) -> tuple[int, int] | None:
-        if self.matrix is None or not self.matrix_plot.sceneBoundingRect().contains(scene_pos):
+        if self.matrix is None or not self.matrix_plot.getViewBox().sceneBoundingRect().contains(scene_pos):
             return None
         p = self.matrix_plot.getViewBox().mapSceneToView(scene_pos)
         row, col = int(np.floor(p.y())), int(np.floor(p.x()))
