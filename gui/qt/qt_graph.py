@@ -5,7 +5,7 @@ CSR (values ordered by live-range start or by register; cells coloured by the ro
 plain, with the plan's conflicts in red either way, and ringed in red to show at any size); hovering a cell names its two values, clicking it
 selects the row's value everywhere; the selection is crossed, and a chosen register's values are marked
 on the diagonal. Right, the selected value's neighbourhood with every interference among its members (the
-induced subgraph), x the live-range start and y the register as on the timeline.
+induced subgraph), x the live-range start and y the register as on the timeline, conflicting pairs in red.
 
 Invariant: no graph of the whole program is built here; every item is created once and updated in place
 (``setImage``/``setData``); the matrix is rebuilt only when the plan, the order or the colouring changes.
@@ -123,6 +123,8 @@ class QtInterferenceGraph(QWidget):
         self.class_ring = pg.ScatterPlotItem(size=15, pen=pg.mkPen(CLASS, width=2), brush=None)
         self.plot.addItem(self.ring)
         self.plot.addItem(self.class_ring)
+        self.conflict_edges = pg.PlotDataItem([], [], connect="pairs", pen=pg.mkPen("#ff2020", width=2))
+        self.plot.addItem(self.conflict_edges)
         self.graph_item.scatter.sigClicked.connect(self._node_clicked)
         self.brushes = [pg.mkBrush(c) for c in PALETTE] + [pg.mkBrush("#888888")]
 
@@ -332,7 +334,18 @@ class QtInterferenceGraph(QWidget):
         self.ring.setData(pos[:1, 0], pos[:1, 1])
         inside = np.isin(h.nodes, self._class_values())
         self.class_ring.setData(pos[inside, 0], pos[inside, 1])
+        self._draw_conflict_edges(h, pos)
         self.neighbourhood_caption.setText(self._neighbourhood_caption(h, len(edges)))
+
+    def _draw_conflict_edges(self, h, pos: np.ndarray) -> None:
+        """The neighbourhood's edges whose two values share a register, in red (drawn whatever the limit)."""
+        conflicts = self._conflict_set()
+        names = self.analysis.names
+        red = [e for e in h.edges.tolist()
+               if (names[h.nodes[e[0]]], names[h.nodes[e[1]]]) in conflicts
+               or (names[h.nodes[e[1]]], names[h.nodes[e[0]]]) in conflicts] if conflicts else []
+        ends = pos[np.array(red, dtype=np.int64).reshape(-1)] if red else np.zeros((0, 2))
+        self.conflict_edges.setData(ends[:, 0], ends[:, 1])
 
     def _neighbourhood_caption(self, h, drawn: int) -> str:
         within = "its neighbours" if h.radius == 1 else f"the values within {h.radius} steps"
@@ -347,6 +360,7 @@ class QtInterferenceGraph(QWidget):
         self.graph_item.setData(pos=np.zeros((0, 2)), adj=np.zeros((0, 2), dtype=int))
         self.ring.setData([], [])
         self.class_ring.setData([], [])
+        self.conflict_edges.setData([], [])
         self.neighbourhood_caption.setText(caption)
 
     def _node_clicked(self, _scatter, points, *args) -> None:

@@ -131,6 +131,14 @@ def test_the_order_and_colouring_switch_and_conflicts_show_red(window):
     row = g.matrix.pixel_of(window.doc.analysis().index["acc_1_2"])
     col = g.matrix.pixel_of(window.doc.analysis().index[busy])
     assert g.cell_text(row, col).endswith("CONFLICT: both live in one register")
+    window.doc.select("acc_1_2")
+    QApplication.processEvents()
+    x, y = g.conflict_edges.getData()                       # pairs of ends: acc_1_2 to each value it clashes with
+    clashing = {n for pair in (c.values for c in overlaps) for n in pair if "acc_1_2" in pair} - {"acc_1_2"}
+    assert len(x) == 2 * len(clashing)
+    a = window.doc.analysis()
+    ends = {(float(a.start[a.index[n]]), float(window.doc.plan.assignment[n][0])) for n in clashing}
+    assert set(zip(x[1::2].tolist(), y[1::2].tolist())) | set(zip(x[0::2].tolist(), y[0::2].tolist())) >= ends
 
 
 def test_choosing_a_register_marks_every_value_it_holds(window):
