@@ -126,7 +126,7 @@ class Latencies:
     sources: dict
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_latencies(name: str) -> Latencies:
     """The ``[latency]`` table of the architecture ``name``; every class has integer cycles and a source.
 
@@ -138,7 +138,20 @@ def load_latencies(name: str) -> Latencies:
     """
     load_arch(name)
     data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
-    table = data.get("latency")
+    return latency_table(name, data.get("latency"))
+
+
+def latency_table(name: str, table: dict | None) -> Latencies:
+    """The latencies of a ``[latency]`` table as read from arch ``name``'s file; a one-line error naming the
+    first class (in sorted order) without integer cycles >= 1 or without a source.
+
+    Examples
+    --------
+    >>> latency_table("sm_80", {"ffma": {"cycles": 4}})
+    Traceback (most recent call last):
+    ...
+    engine.errors.RegtuneError: sm_80: latency class 'ffma' needs integer cycles >= 1 and a source
+    """
     if not table:
         raise RegtuneError(f"{name}: resources/arch/{name}.toml has no [latency] table")
     for cls, row in sorted(table.items()):

@@ -48,7 +48,8 @@ Definitions
 
 Invariant: every figure is computed from the plan or program it describes
 and the latency table; a false dependence never shortens the critical
-path, so a plan's ILP never exceeds the reference's on the same program.
+path: a plan's critical path is never shorter than the reference's, and without spill code (the
+same instructions) its ILP never exceeds the reference's.
 
 Examples
 --------
@@ -70,7 +71,16 @@ from engine.arch import DEFAULT_ARCH, load_latencies
 from engine.errors import RegtuneError
 from engine.ir import Instruction, Program
 from engine.spill import remove_spill_code, spill_slot
-from engine.structure import Code, If, Loop, Return, Seq, StructureError, loop_trips, structure
+from engine.structure import (
+    Code,
+    If,
+    Loop,
+    Return,
+    Seq,
+    StructureError,
+    loop_trips,
+    structure,
+)
 
 #: the most instructions an executed path may have (the interpreter's limit for one run)
 MAX_PATH = 2_000_000
@@ -385,8 +395,7 @@ def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]
             s, w = src[k], weight[k]
             if start[s] + w > best:
                 best, edge = start[s] + w, k
-            if issue[s] + w > at:
-                at = issue[s] + w
+            at = max(at, issue[s] + w)
         start[t], into[t], issue[t] = best, edge, at
         prev = at
     return start, issue, into
