@@ -31,6 +31,7 @@ from engine.ir import Program, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
+from engine.report import ILP_SAMPLE
 from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
@@ -326,7 +327,7 @@ def cmd_report(args) -> int:
     from engine.report import claims_report
 
     check_writable(args.out, "--out")
-    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"))
+    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"), args.ilp_sample)
     write_text_atomic(args.out, text)
     print(text)
     print(f"(written to {args.out})")
@@ -371,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("which", choices=["claims"])
     p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
+    p.add_argument("--ilp-sample", type=positive, default=ILP_SAMPLE,
+                   help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="check a plan file statically and by execution")

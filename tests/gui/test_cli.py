@@ -227,9 +227,11 @@ def test_workload_errors_are_one_line(args, message):
 @pytest.mark.slow
 def test_claims_report_is_computed_and_written(tmp_path):
     out = tmp_path / "seed.md"
-    r = regtune("report", "claims", "--sample", "151", "--out", str(out), "--workers", "2")
+    r = regtune("report", "claims", "--sample", "151", "--ilp-sample", "675", "--out", str(out), "--workers", "2")
     assert r.returncode == 0, r.stderr
     text = out.read_text()
+    assert "Over 5 GEMM configs (every 675th of 3,375, a deterministic sample)" in text
+    assert "| naive's ILP loss against the allocator with the most ILP | 61% |" in text and "A model" in text
     assert r.stdout.startswith(text.rstrip("\n")[:200])
     assert "Over 23 GEMM configs (every 151th)" in text
     assert "| baseline | 128 |" in text and "| head-shared | — |" in text
