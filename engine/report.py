@@ -69,23 +69,26 @@ def ilp_section(stride: int = ILP_SAMPLE, workers=None, progress=None) -> list[s
     """The report's lines on the source note's "61% less ILP", re-measured with the ILP model."""
     configs = gemm_configs()[::stride]
     d = ilp_drops(run_parallel(ilp_row, configs, workers, progress))
-    return ["", "## GEMM: ILP of the naive scheme against the best allocator (a model)", "",
-            f"ILP = instructions / critical path of one thread's dependence graph along its executed path, true "
-            f"dependences and the false ones each plan's register and spill-slot reuse makes, under the {d['arch']} "
-            "latency table (engine/ilp.py, resources/arch); cycles/warp from the same model's in-order issue. A model, "
-            f"not a measurement. Over {d['configs']:,} GEMM configs (every {stride}th of {len(gemm_configs()):,}, a "
-            "deterministic sample), default tile, k-outer schedule, budget 255. Loss = 1 - naive ILP / best ILP.", "",
+    intro = (f"ILP = instructions / critical path of one thread's dependence graph along its executed path, true "
+             f"dependences and the false ones each plan's register and spill-slot reuse makes, under the {d['arch']} "
+             "latency table (engine/ilp.py, resources/arch); cycles/warp from the same model's in-order issue. A "
+             f"model, not a measurement. Over {d['configs']:,} GEMM configs (every {stride}th of "
+             f"{len(gemm_configs()):,}, a deterministic sample), default tile, k-outer schedule, budget 255. "
+             "Loss = 1 - naive ILP / best ILP.")
+    gain = (f"A negative loss is a gain: naive has more ILP than every allocator in {d['naive_higher']:,} of "
+            f"{d['configs']:,} configs, because it never reuses a register (no false dependence) until it spills.")
+    return ["", "## GEMM: ILP of the naive scheme against the best allocator (a model)", "", intro, "",
             "| measure | note says | RegTune (model) min / median / max | agrees? |", "|---|---|---|---|",
-            f"| naive's ILP loss against the allocator with the most ILP | 61% | {_pct(d['best'])} | "
-            f"{_near(d['best'], NOTE_ILP_DROP)} |",
-            f"| naive's ILP loss against the allocator with the fewest registers | 61% | {_pct(d['fewest'])} | "
-            f"{_near(d['fewest'], NOTE_ILP_DROP)} |",
-            f"| naive's ILP loss where naive spills | 61% | {_pct(d['spilling'])} | "
-            f"{_near(d['spilling'], NOTE_ILP_DROP)} |",
-            f"| naive cycles/warp over the best allocator's (model) | — | "
-            f"{_stats(d['cycles']) if d['cycles'] else 'none'} | — |", "",
-            f"A negative loss is a gain: naive has more ILP than every allocator in {d['naive_higher']:,} of "
-            f"{d['configs']:,} configs, because it never reuses a register (no false dependence) until it spills."]
+            *_ilp_rows(d), "", gain]
+
+
+def _ilp_rows(d: dict) -> list[str]:
+    rows = [("naive's ILP loss against the allocator with the most ILP", d["best"]),
+            ("naive's ILP loss against the allocator with the fewest registers", d["fewest"]),
+            ("naive's ILP loss where naive spills", d["spilling"])]
+    out = [f"| {label} | 61% | {_pct(v)} | {_near(v, NOTE_ILP_DROP)} |" for label, v in rows]
+    cycles = _stats(d["cycles"]) if d["cycles"] else "none"
+    return out + [f"| naive cycles/warp over the best allocator's (model) | — | {cycles} | — |"]
 
 
 def _best(row: dict) -> int:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from engine.ilp import plan_ilp
 from engine.allocators import allocate
+from engine.ilp import plan_ilp
 from engine.report import BEST, ilp_drops, ilp_row, ilp_section
 from engine.workloads.gemm import Gemm, build_gemm
 
