@@ -118,10 +118,10 @@ def model_rows(plans) -> list[list[str]]:
     >>> from engine.plan import Plan
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  exit\\n")
     >>> model_rows([Plan(p, {"x": (0,), "y": (1,)}, {}, 8, "hand")])
-    [['ILP (model)', '0.38'], ['cycles/warp (model)', '8']]
+    [['ILP (model)', '0.375'], ['cycles/warp (model)', '8']]
     """
     figures = [plan_ilp(p) for p in plans]
-    return [["ILP (model)", *[f"{f.ilp:.2f}" for f in figures]],
+    return [["ILP (model)", *[f"{f.ilp:.3f}" for f in figures]],
             ["cycles/warp (model)", *[str(f.cycles) for f in figures]]]
 
 

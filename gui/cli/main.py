@@ -168,7 +168,7 @@ def cmd_analyze(args) -> int:
     if s["undefined_on_entry"]:
         print("read before any definition on some path: " + ", ".join("%" + n for n in s["undefined_on_entry"]))
     m = s["ilp_model"]
-    print(f"ILP (model, {m['arch']} latencies, unlimited registers): {m['ilp']:.2f} = {m['instructions']} instructions "
+    print(f"ILP (model, {m['arch']} latencies, unlimited registers): {m['ilp']:.3f} = {m['instructions']} instructions "
           f"/ {m['critical_path_cycles']} cycles of critical path; {m['issue_cycles_per_warp']} cycles/warp (model, "
           "in-order issue)")
     return 0
@@ -179,7 +179,7 @@ def _plan_line(plan) -> str:
     f = plan_ilp(plan)
     return (f"{plan.allocator}: {p['registers']} registers of {plan.budget}, MAXLIVE {p['maxlive']}, "
             f"{p['spilled_values']} spilled values ({p['spill_stores']} stores, {p['spill_loads']} loads), "
-            f"ILP {f.ilp:.2f} (model, {f.arch}; {f.reference_ilp:.2f} with unlimited registers), "
+            f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
             f"{f.cycles} cycles/warp (model)")
 
 

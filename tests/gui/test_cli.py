@@ -24,7 +24,7 @@ def test_analyze_prints_maxlive_and_its_peak():
         "gemm_m1n1k2: 11 instructions in 1 blocks, 8 values (+0 predicates)",
         "MAXLIVE 8 registers at instruction 4: %b_0_0:f32 = ld.global %pb, 0",
         "interference graph: 8 nodes, 19 edges",
-        "ILP (model, sm_80 latencies, unlimited registers): 0.03 = 11 instructions / 413 cycles of critical path; "
+        "ILP (model, sm_80 latencies, unlimited registers): 0.027 = 11 instructions / 413 cycles of critical path; "
         "813 cycles/warp (model, in-order issue)",
     ]
 
