@@ -99,7 +99,7 @@ def cmd_build(args) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(_table([(plan.allocator, m)], archs, model_rows([plan])))
+    print(_table([(plan.allocator, m)], archs, model_rows([plan_ilp(plan)])))
     print(MODEL_NOTE)
     for arch in archs:
         for sentence in m.sass[arch].explanation:
@@ -108,19 +108,18 @@ def cmd_build(args) -> int:
     return 0
 
 
-def model_rows(plans) -> list[list[str]]:
-    """The compare table's model rows, one cell per plan: ILP and issue cycles per warp (engine/ilp.py, a model
-    on each plan's arch latencies).
+def model_rows(figures) -> list[list[str]]:
+    """The compare table's model rows, one cell per plan's :class:`engine.ilp.IlpFigures`: ILP and issue cycles
+    per warp (engine/ilp.py, a model on each plan's arch latencies).
 
     Examples
     --------
     >>> from engine.ir import parse
     >>> from engine.plan import Plan
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  exit\\n")
-    >>> model_rows([Plan(p, {"x": (0,), "y": (1,)}, {}, 8, "hand")])
+    >>> model_rows([plan_ilp(Plan(p, {"x": (0,), "y": (1,)}, {}, 8, "hand"))])
     [['ILP (model)', '0.375'], ['cycles/warp (model)', '8']]
     """
-    figures = [plan_ilp(p) for p in plans]
     return [["ILP (model)", *[f"{f.ilp:.3f}" for f in figures]],
             ["cycles/warp (model)", *[str(f.cycles) for f in figures]]]
 
@@ -163,12 +162,12 @@ def cmd_compare(args) -> int:
         m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args), sim_timeout=args.sim_timeout)
         _warn(m)
         columns.append((name, m))
-    models = model_rows([plan for _, plan in plans])
+    figures = [plan_ilp(plan) for _, plan in plans]
     if args.json:
-        print(json.dumps({name: {**m.to_dict(), "model": {"ilp": models[0][k + 1], "cycles_per_warp": models[1][k + 1]}}
-                          for k, (name, m) in enumerate(columns)}, indent=1))
+        print(json.dumps({name: {**m.to_dict(), "model": {"ilp": round(f.ilp, 4), "cycles_per_warp": f.cycles}}
+                          for (name, m), f in zip(columns, figures)}, indent=1))
     else:
-        print(_table(columns, archs, models))
+        print(_table(columns, archs, model_rows(figures)))
         print(MODEL_NOTE)
     spilled = [f"{name} on {a}" for name, m in columns for a in archs
                if m.ptxas[a].spill_bytes or m.kernel.ptx_st_local]
