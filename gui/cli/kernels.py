@@ -13,11 +13,15 @@ from pathlib import Path
 from engine.allocators import ALLOCATORS, allocate, check_allocator
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
 from engine.errors import RegtuneError
+from engine.ilp import plan_ilp
 from engine.limits import CHECK_SECONDS
 from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
 from engine.predict import planned_and_run
 
 _BUILD_ARCHS = ",".join(DEFAULT_BUILD_ARCHS)
+#: what the model rows of a compare table are
+MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along its executed path under the plan's "
+              "arch latency table (resources/arch); a model, not a measurement")
 
 
 def _archs(text: str) -> tuple[str, ...]:
@@ -95,7 +99,8 @@ def cmd_build(args) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(_table([(plan.allocator, m)], archs))
+    print(_table([(plan.allocator, m)], archs, model_rows([plan_ilp(plan)])))
+    print(MODEL_NOTE)
     for arch in archs:
         for sentence in m.sass[arch].explanation:
             print(f"  {arch}: {sentence}")
@@ -103,13 +108,30 @@ def cmd_build(args) -> int:
     return 0
 
 
-def _table(columns: list, archs) -> str:
-    """``columns``: (name, Measurement) pairs, as a planned-vs-actual table."""
+def model_rows(figures) -> list[list[str]]:
+    """The compare table's model rows, one cell per plan's :class:`engine.ilp.IlpFigures`: ILP and issue cycles
+    per warp (engine/ilp.py, a model on each plan's arch latencies).
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> from engine.plan import Plan
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  exit\\n")
+    >>> model_rows([plan_ilp(Plan(p, {"x": (0,), "y": (1,)}, {}, 8, "hand"))])
+    [['ILP (model)', '0.375'], ['cycles/warp (model)', '8']]
+    """
+    return [["ILP (model)", *[f"{f.ilp:.3f}" for f in figures]],
+            ["cycles/warp (model)", *[str(f.cycles) for f in figures]]]
+
+
+def _table(columns: list, archs, extra=()) -> str:
+    """``columns``: (name, Measurement) pairs, as a planned-vs-actual table; ``extra``: rows to add (label and
+    one cell per column)."""
     from kernels.report import Column, compare_rows
 
     header = ["", *[name for name, _ in columns]]
     cells = [Column(m.planned, m) for _, m in columns]
-    body = [[label, *[str(get(c)) for c in cells]] for label, _, get in compare_rows(archs)]
+    body = [[label, *[str(get(c)) for c in cells]] for label, _, get in compare_rows(archs)] + [list(r) for r in extra]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -140,10 +162,13 @@ def cmd_compare(args) -> int:
         m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args), sim_timeout=args.sim_timeout)
         _warn(m)
         columns.append((name, m))
+    figures = [plan_ilp(plan) for _, plan in plans]
     if args.json:
-        print(json.dumps({name: m.to_dict() for name, m in columns}, indent=1))
+        print(json.dumps({name: {**m.to_dict(), "model": {"ilp": round(f.ilp, 4), "cycles_per_warp": f.cycles}}
+                          for (name, m), f in zip(columns, figures)}, indent=1))
     else:
-        print(_table(columns, archs))
+        print(_table(columns, archs, model_rows(figures)))
+        print(MODEL_NOTE)
     spilled = [f"{name} on {a}" for name, m in columns for a in archs
                if m.ptxas[a].spill_bytes or m.kernel.ptx_st_local]
     if args.fail_on_spill and spilled:

@@ -25,11 +25,13 @@ from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occu
 from engine.checker import check_allocation
 from engine.errors import RegtuneError, VerificationError
 from engine.fields import digits, excerpt
+from engine.ilp import IlpFigures, plan_ilp, program_ilp
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
+from engine.report import ILP_SAMPLE
 from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
@@ -121,8 +123,18 @@ def _workload_flags(p) -> None:
                 g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
 
 
-def analysis_summary(program: Program) -> dict:
-    """The figures ``regtune analyze`` prints, as a JSON-ready dict."""
+def ilp_summary(f: IlpFigures) -> dict:
+    """ILP figures (a model) as a JSON-ready dict, labelled as a model."""
+    return {"model": "engine/ilp.py: dependence graph along the executed path, latency table of " + f.arch,
+            "arch": f.arch, "path": f.path, "instructions": f.instructions, "critical_path_cycles": f.critical_path,
+            "ilp": round(f.ilp, 4), "issue_cycles_per_warp": f.cycles,
+            "reference": {"instructions": f.reference_instructions, "critical_path_cycles": f.reference_critical_path,
+                          "ilp": round(f.reference_ilp, 4), "issue_cycles_per_warp": f.reference_cycles},
+            "false_dependences": f.false_edges, "false_dependences_on_critical_path": f.critical_false}
+
+
+def analysis_summary(program: Program, arch: str = DEFAULT_ARCH) -> dict:
+    """The figures ``regtune analyze`` prints, as a JSON-ready dict (ILP: a model on ``arch``'s latencies)."""
     a = analyze(program)
     g = a.interference
     gpr = [n for n, w in zip(a.names, a.widths) if w > 0]
@@ -139,11 +151,13 @@ def analysis_summary(program: Program) -> dict:
         "interference": {"nodes": len(gpr), "edges": g.n_edges},
         "undefined_on_entry": list(a.undefined),
         "pressure": a.pressure.tolist(),
+        "ilp_model": ilp_summary(program_ilp(program, arch)),
     }
 
 
 def cmd_analyze(args) -> int:
-    s = analysis_summary(workload_program(args)[0])
+    program, _workload, options = workload_program(args)
+    s = analysis_summary(program, options.get("arch", DEFAULT_ARCH))
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
@@ -153,13 +167,20 @@ def cmd_analyze(args) -> int:
     print(f"interference graph: {s['interference']['nodes']} nodes, {s['interference']['edges']} edges")
     if s["undefined_on_entry"]:
         print("read before any definition on some path: " + ", ".join("%" + n for n in s["undefined_on_entry"]))
+    m = s["ilp_model"]
+    print(f"ILP (model, {m['arch']} latencies, unlimited registers): {m['ilp']:.3f} = {m['instructions']} instructions "
+          f"/ {m['critical_path_cycles']} cycles of critical path; {m['issue_cycles_per_warp']} cycles/warp (model, "
+          "in-order issue)")
     return 0
 
 
 def _plan_line(plan) -> str:
     p = plan.predicted
+    f = plan_ilp(plan)
     return (f"{plan.allocator}: {p['registers']} registers of {plan.budget}, MAXLIVE {p['maxlive']}, "
-            f"{p['spilled_values']} spilled values ({p['spill_stores']} stores, {p['spill_loads']} loads)")
+            f"{p['spilled_values']} spilled values ({p['spill_stores']} stores, {p['spill_loads']} loads), "
+            f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
+            f"{f.cycles} cycles/warp (model)")
 
 
 def cmd_allocate(args) -> int:
@@ -306,7 +327,7 @@ def cmd_report(args) -> int:
     from engine.report import claims_report
 
     check_writable(args.out, "--out")
-    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"))
+    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"), args.ilp_sample)
     write_text_atomic(args.out, text)
     print(text)
     print(f"(written to {args.out})")
@@ -351,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("which", choices=["claims"])
     p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
+    p.add_argument("--ilp-sample", type=positive, default=ILP_SAMPLE,
+                   help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="check a plan file statically and by execution")

@@ -33,6 +33,8 @@ from kernels.report import Column, compare_rows
 ARCHS = DEFAULT_BUILD_ARCHS
 
 
+MODEL_NOTE = ("The (model) rows come from engine/ilp.py's dependence-graph model on the plan's arch latencies: "
+              "a model, not a measurement.")
 NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
 
 
@@ -64,19 +66,24 @@ class QtComparePanel(QWidget):
         self.table = QTableWidget()
         self.caption = QLabel(NOT_BUILT)
         self.caption.setWordWrap(True)
+        self.model_note = QLabel(MODEL_NOTE)
+        self.model_note.setWordWrap(True)
         self.table.setWordWrap(True)       # long cells wrap: every plan's column fits the tab's width
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.model_note)
         self.cells: dict = {}
 
-    def show_plans(self, planned: dict, measurements: dict) -> None:
+    def show_plans(self, planned: dict, measurements: dict, models: dict | None = None) -> None:
         """``planned``: name -> kernels.measurement.Planned; ``measurements``: name -> Measurement (missing: not
-        built yet)."""
-        rows = compare_rows(ARCHS)
+        built yet); ``models``: name -> engine.ilp.IlpFigures, or why there are none (the two model rows)."""
         names = list(planned)
+        columns = [Column(planned[name], measurements.get(name)) for name in names]
+        rows = [(label, better, [get(c) for c in columns]) for label, better, get in compare_rows(ARCHS)]
+        rows += model_rows([(models or {}).get(name, "not computed") for name in names])
         self.table.clear()
         self.table.setRowCount(len(rows))
         self.table.setColumnCount(len(names))
@@ -85,9 +92,7 @@ class QtComparePanel(QWidget):
         self.cells = {}
         bold = QFont()
         bold.setBold(True)
-        columns = [Column(planned[name], measurements.get(name)) for name in names]
-        for i, (label, better, get) in enumerate(rows):
-            values = [get(c) for c in columns]
+        for i, (label, better, values) in enumerate(rows):
             numeric = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             best = (min(numeric) if better == "min" else max(numeric)) if numeric and better else None
             for j, v in enumerate(values):
@@ -104,6 +109,15 @@ class QtComparePanel(QWidget):
 
     def cell(self, row_label: str, plan: str) -> str:
         return self.cells.get((row_label, plan), "")
+
+
+def model_rows(figures: list) -> list[tuple[str, str, list]]:
+    """The compare table's two model rows (engine/ilp.py) over one entry per plan: its IlpFigures, or a
+    string saying why there are none."""
+    def cell(f, get):
+        return f if isinstance(f, str) else get(f)
+    return [("ILP (model)", "max", [cell(f, lambda f: round(f.ilp, 3)) for f in figures]),
+            ("cycles/warp (model)", "min", [cell(f, lambda f: f.cycles) for f in figures])]
 
 
 class QtSassView(QWidget):
