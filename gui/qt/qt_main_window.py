@@ -223,7 +223,9 @@ class QtMainWindow(QMainWindow):
         self.critical_action = self._action(view_menu, "Critical path on the timeline (model)",
                                             lambda _=False: self._show_critical_path(), "Ctrl+Shift+P")
         self.critical_action.setCheckable(True)
-        self.critical_action.setChecked(True)
+        # off until asked for: the model walks the executed path (0.1 s per plan for GEMM 16x16x16, 2 s for the
+        # note's MHA example), too slow to redo on the UI thread after every edit
+        self.critical_action.setChecked(False)
         for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep")):
             self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         tools = self.addToolBar("Main")
@@ -311,7 +313,7 @@ class QtMainWindow(QMainWindow):
             return ""
         p = plan.predicted or {}
         conflicts = self.doc.conflicts()
-        f = self.ilp_of(s.current, plan) if self.critical_action.isChecked() else None
+        f = self.ilp_of(s.current, plan) if self._ilp_wanted() else None
         model = (f"  |  ILP {f.ilp:.3f} ({f.reference_ilp:.3f} unlimited), {f.cycles} cycles/warp (model)"
                  if isinstance(f, IlpFigures) else "")
         return (f"{config_label(s.workload)}  |  {s.current}: {p.get('registers')} registers of {plan.budget}, "
@@ -343,6 +345,10 @@ class QtMainWindow(QMainWindow):
         self._compare_stale = False
         shown = {n: p for n, p in planned.items() if not isinstance(p, Unavailable)}
         self.compare.show_plans(shown, dict(s.measurements), {n: self.ilp_of(n, s.plans[n]) for n in shown})
+
+    def _ilp_wanted(self) -> bool:
+        """Whether a view on screen shows the model's figures (the overlay, or the Compare tab)."""
+        return self.critical_action.isChecked() or self.tabs.currentWidget() is self.compare
 
     def ilp_of(self, name: str, plan: Plan):
         """The plan's ILP figures (engine/ilp.py, a model), or why there are none; kept while the plan is."""
