@@ -383,12 +383,14 @@ class GemmWorkload:
     name = "gemm"
     title = "GEMM (source 'gemm')"
     example = Gemm(8, 8, 8)
-    flags = (Flag("--m", "m", int, required=True), Flag("--n", "n", int, required=True),
-             Flag("--k", "k", int, required=True),
+    flags = (Flag("--m", "m", int, required=True, help=f"rows of A and C, {SIZES.start}..{SIZES.stop - 1}"),
+             Flag("--n", "n", int, required=True, help=f"columns of B and C, {SIZES.start}..{SIZES.stop - 1}"),
+             Flag("--k", "k", int, required=True, help=f"columns of A, rows of B, {SIZES.start}..{SIZES.stop - 1}"),
              Flag("--tile", "tile", help="TMxTN (TM divides M, TN divides N), e.g. 4x4; or 'fit': the largest "
                   "that keeps 25%% headroom under --budget (default: the largest that keeps 25%% headroom under "
                   "the architecture's 255 registers, whatever the budget)"),
-             Flag("--schedule", "schedule", default=DEFAULT_SCHEDULE, help=f"one of: {', '.join(SCHEDULES)}"))
+             Flag("--schedule", "schedule", default=DEFAULT_SCHEDULE,
+                  help=f"one of: {', '.join(SCHEDULES)} (default {DEFAULT_SCHEDULE})"))
 
     def from_dict(self, data: dict, where: str) -> Gemm:
         return Gemm.from_dict(data, where)
