@@ -1,6 +1,6 @@
 """Batched small GEMM, C = alpha*A*B + beta*C, seen from one thread.
 
-The config space is the source note's: M, N, K each in 2..16, 3,375
+The config space is the design note's: M, N, K each in 2..16, 3,375
 configs. A thread block serves a group of matrices; each thread computes
 a tm x tn tile of one C (tm divides M, tn divides N), so the program holds
 what ptxas must hold too: the thread and batch index arithmetic, the
@@ -101,7 +101,7 @@ def check_options(w: Gemm, options: dict, where: str) -> dict:
 
 
 def gemm_configs() -> list[Gemm]:
-    """The source note's config space: every (M, N, K) with each in 2..16."""
+    """The design note's config space: every (M, N, K) with each in 2..16."""
     return [Gemm(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
 
 

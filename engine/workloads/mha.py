@@ -1,4 +1,4 @@
-"""Multi-head attention: the source note's config space and a fused forward pass per thread.
+"""Multi-head attention: the design note's config space and a fused forward pass per thread.
 
 The config space: heads in {16, 32, 40, 64, 96, 128}, batch in {1, 4, 16,
 32, 64, 128, 256, 512, 1024}, head_dim in {32, 64, 80, 96, 128, 192, 256},
@@ -127,7 +127,7 @@ def check_options(w: Mha, options: dict, where: str) -> dict:
 
 
 def mha_configs() -> list[Mha]:
-    """The source note's 1,512 configs."""
+    """The design note's 1,512 configs."""
     return [Mha(h, b, d, g) for h in HEADS for b in BATCHES for d in HEAD_DIMS for g in GROUPS]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from engine.errors import RegtuneError
 from engine.ir import print_program
 from engine.plan import MAX_REGISTERS
 from engine.workloads import WORKLOADS
@@ -54,7 +55,12 @@ def _foreign(args, given: set, w) -> list[str]:
 
 
 def _same(w, config, options: dict, text: str) -> bool:
-    return print_program(w.build(config, options)[0]) == text
+    """Whether ``config`` with ``options`` builds the program ``text`` (a config the options do not fit, such
+    as a tile that does not divide it, builds another)."""
+    try:
+        return print_program(w.build(config, options)[0]) == text
+    except RegtuneError:
+        return False
 
 
 def _config_fields(given: set, w, config, options: dict, text: str) -> list[str]:

@@ -145,7 +145,7 @@ def _workload_flags(p) -> None:
         g = p.add_argument_group(w.title)
         for f in w.flags:
             if f.switch:
-                g.add_argument(f.name, dest=f.dest, action=_Given, nargs=0, default=f.default, help=f.help)
+                g.add_argument(f.name, dest=f.dest, action=_Given, nargs=0, default=bool(f.default), help=f.help)
             else:
                 g.add_argument(f.name, dest=f.dest, action=_Given, type=f.type, default=f.default, help=f.help)
 
@@ -172,10 +172,11 @@ def analysis_summary(program: Program) -> dict:
 
 
 def _setting(workload: dict, options: dict) -> str:
-    """`` (gemm 8x8x8, tile 4x4, schedule k-outer)`` after a name; nothing for a program file."""
+    """`` (gemm 8x8x8, tile 4x4, schedule k-outer)`` after a name; nothing for a program file (its kernel
+    name is all there is to say)."""
     from engine.workloads import setting_label
 
-    return f" ({setting_label(workload, options)})" if workload else ""
+    return f" ({setting_label(workload, options)})" if workload and workload.get("kind") != "program" else ""
 
 
 def cmd_analyze(args) -> int:
@@ -411,8 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes (default 0)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_occupancy)
-    p = sub.add_parser("report", help="'claims': the published claims of the design note this tool started from, "
-                       "re-measured by RegTune's engine")
+    claims = ("'claims': the published claims of the design note this tool started from (a write-up of register "
+              "allocation for batched small GEMMs and attention; its config spaces are RegTune's), re-measured by "
+              "RegTune's engine")
+    p = sub.add_parser("report", help=claims, description=claims)
     p.add_argument("which", choices=["claims"],
                    help="claims: each figure the design note RegTune started from publishes (register file, naive "
                         "against the best allocator over the GEMM space, MHA strategies, accumulators), beside "

@@ -85,7 +85,7 @@ class Stage:
 
 class CommandProgress:
     """The progress display of one command (a context manager): a bar on a terminal, else plain lines at
-    most every ``interval`` seconds per stage (and at each stage's start and end)."""
+    most every ``interval`` seconds per stage, and whenever a stage starts, ends or names another step."""
 
     def __init__(self, command: str, stream=None, interval: float = 5.0, terminal: bool | None = None):
         self.command, self.stream, self.interval = command, stream or sys.stderr, interval
@@ -118,8 +118,9 @@ class CommandProgress:
             self.bar.update(self.tasks[id(stage)], description=stage.name, completed=stage.done, total=stage.total)
             return
         now = time.monotonic()
-        if force or stage.done >= stage.total or now - self.last.get(id(stage), 0.0) >= self.interval:
-            self.last[id(stage)] = now
+        last_time, last_name = self.last.get(id(stage), (0.0, None))
+        if force or stage.name != last_name or stage.done >= stage.total or now - last_time >= self.interval:
+            self.last[id(stage)] = (now, stage.name)
             print(f"regtune {self.command}: {stage.name}: {stage.done}/{stage.total}{stage.left()}",
                   file=self.stream, flush=True)
 
