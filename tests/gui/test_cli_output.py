@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,7 +107,7 @@ def test_doctor_json_names_the_real_tools():
 def test_report_names_the_design_note_and_never_a_seed():
     text = regtune("report", "--help").stdout
     assert "design note this tool started from" in " ".join(text.split()) and "seed" not in text
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert "regtune report claims" in readme and "seed" not in readme.lower().replace("seeds", "")
 
 
