@@ -85,10 +85,12 @@ class Stage:
 
 class CommandProgress:
     """The progress display of one command (a context manager): a bar on a terminal, else plain lines at
-    most every ``interval`` seconds per stage, and whenever a stage starts, ends or names another step."""
+    most every ``interval`` seconds per stage, and whenever a stage starts, ends, names another step or has
+    done ``every`` more items since its last line (so a fast sweep still shows its count often)."""
 
-    def __init__(self, command: str, stream=None, interval: float = 5.0, terminal: bool | None = None):
-        self.command, self.stream, self.interval = command, stream or sys.stderr, interval
+    def __init__(self, command: str, stream=None, interval: float = 5.0, terminal: bool | None = None,
+                 every: int = 250):
+        self.command, self.stream, self.interval, self.every = command, stream or sys.stderr, interval, every
         isatty = getattr(self.stream, "isatty", lambda: False)
         self.terminal = isatty() if terminal is None else terminal
         self.bar, self.tasks, self.last = None, {}, {}
@@ -118,9 +120,10 @@ class CommandProgress:
             self.bar.update(self.tasks[id(stage)], description=stage.name, completed=stage.done, total=stage.total)
             return
         now = time.monotonic()
-        last_time, last_name = self.last.get(id(stage), (0.0, None))
-        if force or stage.name != last_name or stage.done >= stage.total or now - last_time >= self.interval:
-            self.last[id(stage)] = (now, stage.name)
+        last_time, last_name, last_done = self.last.get(id(stage), (0.0, None, 0))
+        if (force or stage.name != last_name or stage.done >= stage.total or now - last_time >= self.interval
+                or stage.done - last_done >= self.every):
+            self.last[id(stage)] = (now, stage.name, stage.done)
             print(f"regtune {self.command}: {stage.name}: {stage.done}/{stage.total}{stage.left()}",
                   file=self.stream, flush=True)
 

@@ -175,3 +175,15 @@ def test_the_table_fits_100_columns_with_plans_as_rows_when_they_do_not_fit_as_c
     assert any(line.startswith("hand-copy-0-of-dsatur ") for line in table.splitlines())
     narrow = render(_comparison(), "table")
     assert narrow.splitlines()[0].split() == ["naive", "dsatur"]
+
+
+def test_plain_progress_shows_a_fast_sweep_at_least_every_250_items():
+    """`report` used to print every 1,000 configs; a fast sweep still shows its count every 250 items."""
+    stream = io.StringIO()
+    with CommandProgress("report claims", stream=stream, interval=3600, terminal=False) as progress:
+        stage = progress.stage("GEMM configs", 1000)
+        for done in range(8, 1001, 8):
+            stage.advance(done, 1000)
+    counts = [int(line.split(": ")[2].split("/")[0]) for line in stream.getvalue().splitlines()]
+    assert counts[0] == 0 and counts[-1] == 1000
+    assert all(b - a <= 256 for a, b in zip(counts, counts[1:])) and len(counts) >= 5
