@@ -1,7 +1,13 @@
-"""The claims report: the source note's claims beside what RegTune computes.
+"""The claims report: the published claims of the design note RegTune started from, beside what RegTune computes.
+
+The design note is the published write-up of register allocation for
+batched small GEMMs and multi-head attention that this tool was built to
+test: its config spaces (GEMM M, N, K in 2..16; the 1,512 MHA configs) and
+its claims (naive allocation needs 2.3x to 4.7x the registers, what each
+MHA strategy saves, 12 accumulator registers with 25% headroom).
 
 Invariant: every figure in the report is computed here from the engine
-(programs, analyses, allocations, arch data); the source note's own numbers appear
+(programs, analyses, allocations, arch data); the design note's own numbers appear
 only as quotations in the "note says" column, and each row says whether
 our figure agrees.
 """
@@ -108,7 +114,7 @@ def _stats(values) -> str:
 
 
 def mha_strategy_rows() -> list[tuple[str, tuple, int, int]]:
-    """(label, strategies, MAXLIVE, best allocator registers) on the source note's example."""
+    """(label, strategies, MAXLIVE, best allocator registers) on the design note's example."""
     cases = [("baseline", ()), ("qk-symmetric", ("qk-symmetric",)), ("sliding-window", ("sliding-window",)),
              ("qk-symmetric + sliding-window", ("qk-symmetric", "sliding-window")),
              ("fp16-softmax", ("fp16-softmax",)), ("head-shared", ("head-shared",)), ("group-pools", ("group-pools",)),
@@ -135,22 +141,25 @@ def accumulator_rows(bc: int = 64) -> list[tuple[int, int, int, int, bool]]:
     return out
 
 
-def claims_report(sample: int = 1, workers=None, progress=None, ilp_sample: int = ILP_SAMPLE) -> str:
+def claims_report(sample: int = 1, workers=None, progress=None, ilp_sample: int = ILP_SAMPLE, ilp_progress=None) -> str:
     """The Markdown report; ``sample`` > 1 evaluates every sample-th GEMM config only; the ILP section every
     ``ilp_sample``-th (a model over a whole config per allocator is slower than a register count)."""
     configs = gemm_configs()[::sample]
     ratios = gemm_ratios(sweep_gemm(configs, workers, progress))
     a100 = load_arch("sm_80")
-    lines = ["# RegTune: the source note's claims, re-measured", "",
+    lines = ["# RegTune: the published claims of its design note, re-measured", "",
+             "The design note is the published write-up of register allocation for batched small GEMMs and",
+             "multi-head attention that RegTune was built to test; its config spaces are RegTune's. Each claim",
+             "below is quoted from it, beside the figure RegTune's engine computes and whether they agree.", "",
              "Every figure below is computed by RegTune's engine (per-thread programs, liveness, the four",
-             "allocators, NVIDIA's occupancy rules); the source note's numbers are quoted, never reused.", "",
+             "allocators, NVIDIA's occupancy rules); the design note's numbers are quoted, never reused.", "",
              "## Register file", "",
              "| claim | note says | RegTune | agrees? |", "|---|---|---|---|",
              f"| A100 register file per SM | 65,536 bytes | {a100.registers_per_sm:,} 32-bit registers = "
              f"{a100.registers_per_sm * 4 // 1024} KiB (resources/arch/sm_80.toml) | no: 65,536 is the register count |",
              "", "## GEMM: the naive (\"no reuse\") scheme against the best allocator", "",
              f"Over {ratios['configs']:,} GEMM configs{' (every %dth)' % sample if sample > 1 else ''}, default tile "
-             "(largest with 25% headroom under 255), k-outer schedule. Best = fewest registers of linear-scan, "
+             "(largest with 25% headroom under the architecture's 255 registers), k-outer schedule. Best = fewest registers of linear-scan, "
              "chaitin-briggs, dsatur.", "",
              "| measure | note says | RegTune min / median / max | agrees? |", "|---|---|---|---|",
              f"| naive registers / best, naive capped at 255 (spilling) | 2.3x to 4.7x | {_stats(ratios['capped'])} | "
@@ -158,10 +167,10 @@ def claims_report(sample: int = 1, workers=None, progress=None, ilp_sample: int 
              f"| naive registers needed uncapped / best | 2.3x to 4.7x | {_stats(ratios['demand'])} | "
              f"{_agree(ratios['demand'], 2.3, 4.7)} |", "",
              f"Naive spills in {ratios['naive_spilling']:,} of {ratios['configs']:,} configs at 255 registers; "
-             f"the best allocator in {ratios['best_spilling']:,}. The source note's 28% of hand-tuned throughput "
+             f"the best allocator in {ratios['best_spilling']:,}. The design note's 28% of hand-tuned throughput "
              "needs a GPU: not measured here; its 61% less ILP is re-examined with the ILP model below.",
-             *ilp_section(ilp_sample, workers, progress), "",
-             "## MHA strategies on the source note's example (32 heads, batch 64, head_dim 64, 4 groups)", "",
+             *ilp_section(ilp_sample, workers, ilp_progress), "",
+             "## MHA strategies on the design note's example (32 heads, batch 64, head_dim 64, 4 groups)", "",
              "| strategy | note says | MAXLIVE | best allocator registers | agrees? |", "|---|---|---|---|---|"]
     note_says = {"baseline": "128", "qk-symmetric": "94", "sliding-window": "81", "qk-symmetric + sliding-window": "76"}
     base = None
@@ -172,10 +181,10 @@ def claims_report(sample: int = 1, workers=None, progress=None, ilp_sample: int 
         lines.append(f"| {label} | {said} | {maxlive} | {best} | {verdict} |")
     lines += ["", "qk-symmetric acts only on the projection phase and sliding-window only shortens the K/V loop, so",
               "neither changes the fused pass's registers in this model; group-pools has no per-thread effect",
-              "(see engine/workloads/mha.py). The source note's 47% slowdown at head_dim 64, batch >= 256 cannot be",
+              "(see engine/workloads/mha.py). The design note's 47% slowdown at head_dim 64, batch >= 256 cannot be",
               "re-measured without a GPU, and batch does not change the per-thread program.", "",
               "## head_dim 128, batch 512, 64-key tiles", "",
-              "The source note: \"12 accumulator registers per thread\" with \"at least 25% register headroom\".", "",
+              "The design note: \"12 accumulator registers per thread\" with \"at least 25% register headroom\".", "",
               "| groups | accumulators per thread (o, m, l) | MAXLIVE | best registers | 25% headroom under 255? |",
               "|---|---|---|---|---|"]
     rows = accumulator_rows()

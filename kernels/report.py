@@ -17,9 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
-from engine.liveness import analyze
 from engine.plan import Plan, registers_used
-from engine.predict import predict
+from engine.predict import predict, program_maxlive
 from kernels.build import Build
 from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
                                  PtxasFigures, SassFigures, SimulatorCheck, Unavailable)
@@ -65,7 +64,7 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
     """One sentence per gap between the plan and what ptxas/SASS show for ``arch``."""
     b = build.archs[arch]
     plan_regs = registers_used(plan.assignment)
-    maxlive = analyze(plan.program).maxlive
+    maxlive = program_maxlive(plan)       # the program's, before spill code (as everywhere)
     used, sass_max = b.report.registers, b.sass.maxlive
     top = b.sass.highest_register()
     out = []

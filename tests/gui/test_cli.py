@@ -214,7 +214,7 @@ def test_occupancy_command():
 @pytest.mark.parametrize("args, message", [
     (["analyze", "gemm", "--m", "4"], "regtune: error: gemm needs --n, --k"),
     (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "3x4"], "regtune: error: tile 3x4 does not divide C (4x4)"),
-    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; got 'big'"),
+    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must be TMxTN with TM, TN in 1..16 dividing M and N (e.g. 4x8), or 'fit'; got 'big'"),
     (["program", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4", "--strategies", "x"],
      "regtune: error: unknown MHA strategy 'x'"),
     (["occupancy", "--arch", "sm_70", "--regs", "32", "--threads", "128"], "regtune: error: unknown architecture 'sm_70'"),
@@ -226,7 +226,7 @@ def test_workload_errors_are_one_line(args, message):
 
 @pytest.mark.slow
 def test_claims_report_is_computed_and_written(tmp_path):
-    out = tmp_path / "seed.md"
+    out = tmp_path / "claims.md"
     r = regtune("report", "claims", "--sample", "151", "--ilp-sample", "675", "--out", str(out), "--workers", "2")
     assert r.returncode == 0, r.stderr
     text = out.read_text()
