@@ -133,10 +133,13 @@ def test_progress_on_a_terminal_is_a_rich_bar():
 
 
 def test_report_progresses_more_often_than_every_thousand_configs(tmp_path):
-    r = regtune("report", "claims", "--sample", "151", "--workers", "1", "--out", str(tmp_path / "r.md"))
+    r = regtune("report", "claims", "--sample", "151", "--ilp-sample", "675", "--workers", "1",
+                "--out", str(tmp_path / "r.md"))
     assert r.returncode == 0, r.stderr
     counts = [line for line in r.stderr.splitlines() if line.startswith("regtune report claims: GEMM configs")]
     assert counts and counts[-1].split(": ")[2].startswith("23/23")
+    ilp = [line for line in r.stderr.splitlines() if line.startswith("regtune report claims: ILP model over GEMM")]
+    assert ilp and ilp[-1].split(": ")[2].startswith("5/5")
 
 
 # -- the compare rows model and its renderings ---------------------------------------------------
