@@ -1,4 +1,4 @@
-"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch (ptxas) -> SASS live ranges.
+"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch (ptxas) -> SASS live ranges, encodings.
 
 The PTX is compiled once per plan for the lowest architecture asked for
 (``cc`` is explicit; the PTX for sm_80 and sm_90 differs only in
@@ -31,7 +31,7 @@ from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
-from kernels.toolchain import CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
+from kernels.toolchain import ENCODINGS, CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
 
 def cache_dir() -> Path:
     """Where builds are cached (created on first use)."""
@@ -57,6 +57,8 @@ class ArchBuild:
     report: CompileReport
     sass_text: str
     sass: SassLiveness
+    #: ``nvdisasm -c -hex``: each instruction's encoding, control bits included (:mod:`kernels.control`)
+    hex_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -190,11 +192,12 @@ def _valid_ptx(text: str) -> bool:
 
 
 def _valid_measure(text: str) -> bool:
-    """A stored ptxas report and SASS listing of the shape this version writes."""
+    """A stored ptxas report, SASS listing and encoding listing of the shape this version writes."""
     data = json.loads(text)
     report = data["report"]
     expected = {f.name for f in fields(CompileReport)}
-    return (isinstance(data.get("sass"), str) and isinstance(report, dict) and set(report) == expected
+    return (isinstance(data.get("sass"), str) and isinstance(data.get("hex"), str) and isinstance(report, dict)
+            and set(report) == expected
             and all(isinstance(report[k], int) and not isinstance(report[k], bool)
                     for k in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes",
                               "shared_bytes", "barriers"))
@@ -239,17 +242,19 @@ def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, 
         timings[f"ptxas {arch}"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         sass_text = nvdisasm(cubin)
+        hex_text = nvdisasm(cubin, ENCODINGS)
         timings[f"nvdisasm {arch}"] = (time.perf_counter() - t) * 1000
-        cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text}), "measure", ptx, arch, flags)
+        cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text, "hex": hex_text}), "measure", ptx,
+                    arch, flags)
     else:
         data = json.loads(stored)
         r = data["report"]
         report = CompileReport(**{**r, "warnings": tuple(r["warnings"])})
-        sass_text = data["sass"]
+        sass_text, hex_text = data["sass"], data["hex"]
     t = time.perf_counter()
     sass = parse_sass(sass_text)
     timings[f"parse {arch}"] = (time.perf_counter() - t) * 1000
-    return ArchBuild(arch, report, sass_text, sass), ran
+    return ArchBuild(arch, report, sass_text, sass, hex_text), ran
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,
