@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
 from engine.plan import Plan, registers_used
 from engine.predict import predict, program_maxlive
+from engine.structure import loop_trips
 from kernels.build import Build
+from kernels.control import LATENCY, ControlError, issue_cycles, loops, parse_hex
 from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
-                                 PtxasFigures, SassFigures, SimulatorCheck, Unavailable)
+                                 PtxasFigures, SassFigures, ScheduleFigures, SimulatorCheck, Unavailable)
 from kernels.toolchain import CompileReport
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
@@ -112,11 +114,45 @@ def ptxas_figures(report: CompileReport, threads: int) -> PtxasFigures:
                         tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
 
 
+#: where the issue cycles come from, said beside them
+SCHEDULE_SOURCE = ("model: stalls and scoreboards decoded from the SASS control bits (nvdisasm -hex); scoreboard "
+                   "waits priced at " + ", ".join(f"{k} {v}" for k, v in LATENCY.items())
+                   + " cycles (Accel-Sim's A100 configuration, kernels.control.LATENCY)")
+
+
+def _unrolled(plan: Plan, listing, trips: dict) -> str:
+    """Why the SASS loop is not the program's loop once per trip ('' when its global loads say it is): a body
+    with more LDG than the program loop's block has ld.global was unrolled, and trip weighting would over-count."""
+    found = loops(listing)
+    if len(found) != 1 or len(trips) != 1:
+        return ""
+    block = next(b for b in plan.program.blocks if b.name == next(iter(trips)))
+    ir = sum(1 for i in block.instructions if i.opcode.startswith("ld.global"))
+    first, last = found[0]
+    sass = sum(1 for x in listing.instructions[first:last + 1] if x.opcode.startswith("LDG"))
+    return (f"SASS issue cycles not priced: the SASS loop has {sass} global loads, the program loop "
+            f"{block.name} {ir}: unrolled, so weighting it by the trip count would over-count") if sass > ir else ""
+
+
+def schedule_figures(plan: Plan, build: Build, arch: str) -> ScheduleFigures | Unavailable:
+    """Issue cycles per warp from ``arch``'s control bits, the loop weighted by the plan's trip count."""
+    try:
+        listing, trips = parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)
+        why = _unrolled(plan, listing, trips)
+        r = issue_cycles(listing, trips)
+    except ControlError as e:
+        return Unavailable(f"SASS issue cycles not priced: {e}")
+    if why:
+        return Unavailable(why)
+    return ScheduleFigures(r.cycles, r.stall_cycles, r.barrier_wait_cycles, r.instructions, r.loop, SCHEDULE_SOURCE)
+
+
 def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
-    """The SASS live-range figures of one arch and the sentences explaining its gaps to the plan."""
+    """The SASS live-range figures of one arch, the sentences explaining its gaps to the plan, its issue cycles."""
     s = build.archs[arch].sass
     return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
-                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)))
+                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)),
+                       schedule_figures(plan, build, arch))
 
 
 def kernel_figures(build: Build) -> KernelFigures:
@@ -168,6 +204,13 @@ def _on(arch: str, get):
     return _measured(read)
 
 
+def _issue(schedule) -> object:
+    """The issue cycles of a SASS schedule, or why there are none."""
+    if schedule is None:
+        return "not measured (an older report)"
+    return schedule.reason if isinstance(schedule, Unavailable) else schedule.issue_cycles
+
+
 def _gpu_ms(gpu) -> object:
     return gpu.reason if isinstance(gpu, Unavailable) else round(float(gpu.median_ms), 4)
 
@@ -199,7 +242,8 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
                  (f"{a} spill bytes (st+ld)", "min", _on(a, lambda p, s: p.spill_bytes)),
                  (f"{a} stack frame bytes", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
                  (f"{a} occupancy (warps/SM)", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
-                 (f"{a} SASS MAXLIVE", "min", _on(a, lambda p, s: s.maxlive))]
+                 (f"{a} SASS MAXLIVE", "min", _on(a, lambda p, s: s.maxlive)),
+                 (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule)))]
     rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
              ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),
              ("GPU registers / local B (driver)", "", _measured(lambda m: _driver(m.gpu)))]

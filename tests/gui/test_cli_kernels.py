@@ -32,6 +32,9 @@ def test_build_writes_kernel_ptx_sass_and_report(tmp_path, capsys):
         assert set(report["ptxas"][arch]) >= {"registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes"}
         assert report["sass"][arch]["maxlive"] <= report["ptxas"][arch]["registers"]
         assert report["sass"][arch]["explanation"]
+        schedule = report["sass"][arch]["schedule"]
+        assert schedule["issue_cycles"] >= schedule["instructions_issued"] > 0
+        assert schedule["source"].startswith("model: stalls and scoreboards decoded from the SASS control bits")
     assert report["simulator"]["ok"] is True
     assert report["gpu"] == {"error": "no CUDA device"} or "median_ms" in report["gpu"]
     names = sorted(p.name for p in out.iterdir())
@@ -46,6 +49,8 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     assert main(["build", plan, "--arch", "sm_80", "--out-dir", str(tmp_path / "o"), "--no-simulate"]) == 0
     out = capsys.readouterr().out
     assert "sm_80 ptxas registers" in out and "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
+    row = next(line for line in out.splitlines() if line.startswith("sm_80 SASS issue cycles/warp (model)"))
+    assert int(row.split()[-1]) > 0
 
 
 def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
