@@ -211,3 +211,11 @@ def test_a_listing_without_encodings_is_a_clear_error():
         parse_hex("        /*0000*/                   EXIT ;   // |   0      |")
     with pytest.raises(ControlError, match="second 64-bit word"):
         parse_hex("        /*0000*/  EXIT ;  /* 0x000000000000794d */\n")
+
+
+@pytest.mark.parametrize(("opcode", "kind"), [("LDS.U.128", "shared"), ("ATOMS.ADD", "shared"), ("LDL.64", "local"),
+                                              ("STL", "local"), ("LDG.E.128", "global"), ("ATOM.E.ADD", "global"),
+                                              ("MUFU.EX2", "mufu"), ("LDC", "other"), ("S2R", "other"),
+                                              ("SHFL.BFLY", "other")])
+def test_each_opcode_is_priced_by_its_memory_class(opcode, kind):
+    assert latency_class(opcode) == kind
