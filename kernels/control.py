@@ -239,6 +239,9 @@ def _next(listing: Listing, i: int, returns: list, loop: tuple, last_pass: bool)
         return i + 1
     target = _target(listing, x)
     if i == last:
+        if last_pass and not x.predicated:
+            raise ControlError(f"the loop ending at /*{x.offset:04x}*/ has no predicated branch out of its body "
+                               "to leave it by")
         return i + 1 if last_pass else target
     if x.predicated and first <= i < last and not first <= target <= last:
         taken = last_pass                         # the loop's exit

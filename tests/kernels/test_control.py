@@ -219,3 +219,14 @@ def test_a_listing_without_encodings_is_a_clear_error():
                                               ("SHFL.BFLY", "other")])
 def test_each_opcode_is_priced_by_its_memory_class(opcode, kind):
     assert latency_class(opcode) == kind
+
+
+def test_a_loop_without_a_way_out_is_refused():
+    """Hand-made words: an unconditional back edge and no predicated branch out of the body."""
+    code = 0x7E1 << 41                                     # stall 1, no barriers, no wait
+    lines = [".L_x_0:", f"  /*0000*/ FADD R0, R0, R0 ; /* 0x0000000000007221 */\n /* {code:#018x} */",
+             f"  /*0010*/ BRA `(.L_x_0) ; /* 0xfffffff000007947 */\n /* {code:#018x} */",
+             f"  /*0020*/ EXIT ; /* 0x000000000000794d */\n /* {code:#018x} */"]
+    listing = parse_hex("\n".join(lines))
+    with pytest.raises(ControlError, match="no predicated branch out of its body"):
+        issue_cycles(listing, {"l": 3})
