@@ -29,15 +29,16 @@ Issue cycles per warp (:func:`issue_cycles`) is a model, labelled as one:
 one warp alone, in order, along the executed path. Each instruction issues
 when the scoreboards its wait mask names are released, then holds the warp
 ``max(stall, 1)`` cycles (the stall as encoded; the issue slot is at least
-one cycle). A write barrier is released :data:`LATENCY` cycles after its
-instruction issues (the variable latencies are not in the SASS: they come
-from that table, with its source); a read barrier is taken as released
+one cycle). A write barrier is released its latency after its instruction
+issues: the variable latencies are not in the SASS, they come from the
+architecture's latency table (resources/arch/*.toml, every figure with its
+source), the opcode's class by :data:`CLASSES`; a read barrier is taken as released
 within the instruction's own encoded stall (no published figure is in the
 table for the operand read of a memory instruction). Loops: see
 :func:`executed_path`.
 
 Invariant: every figure is decoded from the words nvdisasm printed or
-taken from :data:`LATENCY`; a listing this parser does not understand, or
+taken from the architecture's latency table; a listing this parser does not understand, or
 a control flow it cannot price, is an error naming the instruction, never
 a guess.
 
@@ -57,16 +58,13 @@ from dataclasses import dataclass
 
 from engine.errors import RegtuneError
 
-#: Variable latencies (cycles) a write barrier is released after, per memory class. Source: Accel-Sim's tested
-#: A100 configuration (accel-sim-framework, ``gpu-simulator/gpgpu-sim/configs/tested-cfgs/SM80_A100/
-#: gpgpusim.config``): ``-gpgpu_l1_latency 34``, ``-gpgpu_l2_rop_latency 200``, ``-gpgpu_smem_latency 28``,
-#: ``-ptx_opcode_latency_sfu 23``. A global or local load is priced as an L1 miss that hits in L2 (34 + 200);
-#: other variable-latency instructions (S2R, LDC, SHFL, conversions, ...) at the SFU figure. The same figures are
-#: used for sm_86..sm_90 (no per-arch table yet): they belong in resources/arch/*.toml's latency table.
-LATENCY = {"global": 34 + 200, "local": 34 + 200, "shared": 28, "mufu": 23, "other": 23}
-#: opcode prefixes of each class of :data:`LATENCY` (anything else setting a write barrier is "other")
-CLASSES = (("shared", ("LDS", "LDSM", "STS", "ATOMS")), ("local", ("LDL", "STL")),
-           ("global", ("LDG", "STG", "LD.", "ST.", "LD ", "ST ", "ATOM", "RED")), ("mufu", ("MUFU",)))
+#: SASS opcode prefixes -> class of the architecture's latency table (``[latency]`` in resources/arch/*.toml,
+#: :func:`engine.arch.load_latencies`), first match wins; an opcode that sets a write barrier and is in none
+#: (S2R, LDC, ...) is priced at the table's ``default``.
+CLASSES = (("ld_shared", ("LDS", "LDSM", "ATOMS")), ("st_shared", ("STS",)), ("ld_local", ("LDL",)),
+           ("st_local", ("STL",)), ("st_global", ("STG", "ST.", "ST ")),
+           ("ld_global", ("LDG", "LD.", "LD ", "ATOM", "RED")), ("mufu", ("MUFU",)), ("shfl", ("SHFL",)),
+           ("cvt", ("F2F", "F2I", "I2F", "I2I", "FRND")), ("dfma", ("DFMA", "DADD", "DMUL")))
 NO_BARRIER = 7
 
 
@@ -253,9 +251,9 @@ def _next(listing: Listing, i: int, returns: list, loop: tuple, last_pass: bool)
 
 
 def latency_class(opcode: str) -> str:
-    """The :data:`LATENCY` class of an opcode that sets a write barrier."""
+    """The latency-table class of a SASS opcode that sets a write barrier (see :data:`CLASSES`)."""
     name = opcode + " "
-    return next((c for c, prefixes in CLASSES if name.startswith(prefixes)), "other")
+    return next((c for c, prefixes in CLASSES if name.startswith(prefixes)), "default")
 
 
 @dataclass(frozen=True)
@@ -269,8 +267,9 @@ class IssueCycles:
     loop: str
 
 
-def issue_cycles(listing: Listing, trips: dict | None = None) -> IssueCycles:
-    """Price the executed path of ``listing``: encoded stalls plus waits on scoreboards (:data:`LATENCY`).
+def issue_cycles(listing: Listing, latencies: dict, trips: dict | None = None) -> IssueCycles:
+    """Price the executed path of ``listing``: encoded stalls plus waits on scoreboards, each released the
+    ``latencies`` (class -> cycles, an arch's latency table) of its instruction's class after it issued.
 
     Examples
     --------
@@ -281,7 +280,7 @@ def issue_cycles(listing: Listing, trips: dict | None = None) -> IssueCycles:
     ...                                     /* 0x%016x */
     ...   /*0020*/ EXIT ; /* 0x000000000000794d */
     ...                                     /* 0x%016x */''' % (word(0x701), word(0x7E4 | 1 << 11), word(0x7E5))
-    >>> r = issue_cycles(parse_hex(text))
+    >>> r = issue_cycles(parse_hex(text), {"ld_global": 234, "default": 4})
     >>> r.stall_cycles, r.barrier_wait_cycles, r.cycles    # LDG at 0, FADD waits to 234, EXIT at 238
     (10, 233, 243)
     """
@@ -294,7 +293,7 @@ def issue_cycles(listing: Listing, trips: dict | None = None) -> IssueCycles:
         start = max([now] + [ready[b] for b in range(6) if c.wait_mask >> b & 1])
         waited += start - now
         if c.write_barrier is not None:
-            ready[c.write_barrier] = max(ready[c.write_barrier], start + LATENCY[latency_class(x.opcode)])
+            ready[c.write_barrier] = max(ready[c.write_barrier], start + latencies[latency_class(x.opcode)])
         if c.read_barrier is not None:
             ready[c.read_barrier] = max(ready[c.read_barrier], start + max(c.stall, 1))
         stalls += c.stall

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
+from engine.arch import DEFAULT_ARCH, load_arch, load_latencies, next_register_step, occupancy
 from engine.plan import Plan, registers_used
 from engine.predict import predict, program_maxlive
 from engine.structure import loop_trips
 from kernels.build import Build
-from kernels.control import LATENCY, ControlError, issue_cycles, loops, parse_hex
+from kernels.control import ControlError, issue_cycles, latency_class, loops, parse_hex
 from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
                                  PtxasFigures, SassFigures, ScheduleFigures, SimulatorCheck, Unavailable)
 from kernels.toolchain import CompileReport
@@ -114,10 +114,13 @@ def ptxas_figures(report: CompileReport, threads: int) -> PtxasFigures:
                         tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
 
 
-#: where the issue cycles come from, said beside them
-SCHEDULE_SOURCE = ("model: stalls and scoreboards decoded from the SASS control bits (nvdisasm -hex); scoreboard "
-                   "waits priced at " + ", ".join(f"{k} {v}" for k, v in LATENCY.items())
-                   + " cycles (Accel-Sim's A100 configuration, kernels.control.LATENCY)")
+def _schedule_source(arch: str, listing) -> str:
+    """Where the issue cycles come from: the decoded control bits, and the latency-table classes that priced
+    the scoreboards of this listing."""
+    table = load_latencies(arch).cycles
+    used = sorted({latency_class(x.opcode) for x in listing.instructions if x.control.write_barrier is not None})
+    return ("model: stalls and scoreboards decoded from the SASS control bits (nvdisasm -hex); scoreboard waits "
+            f"priced from resources/arch/{arch}.toml [latency]: " + ", ".join(f"{c} {table[c]}" for c in used))
 
 
 def _unrolled(plan: Plan, listing, trips: dict) -> str:
@@ -139,12 +142,13 @@ def schedule_figures(plan: Plan, build: Build, arch: str) -> ScheduleFigures | U
     try:
         listing, trips = parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)
         why = _unrolled(plan, listing, trips)
-        r = issue_cycles(listing, trips)
+        r = issue_cycles(listing, load_latencies(arch).cycles, trips)
     except ControlError as e:
         return Unavailable(f"SASS issue cycles not priced: {e}")
     if why:
         return Unavailable(why)
-    return ScheduleFigures(r.cycles, r.stall_cycles, r.barrier_wait_cycles, r.instructions, r.loop, SCHEDULE_SOURCE)
+    return ScheduleFigures(r.cycles, r.stall_cycles, r.barrier_wait_cycles, r.instructions, r.loop,
+                           _schedule_source(arch, listing))
 
 
 def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:

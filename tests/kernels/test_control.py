@@ -11,10 +11,18 @@ import dataclasses
 
 import pytest
 
+from engine.arch import load_latencies
 from engine.ir import replace_blocks
 from engine.structure import loop_trips
 from kernels.build import build_plan
-from kernels.control import LATENCY, ControlError, decode_control, executed_path, issue_cycles, latency_class, parse_hex
+from kernels.control import (
+    ControlError,
+    decode_control,
+    executed_path,
+    issue_cycles,
+    latency_class,
+    parse_hex,
+)
 from kernels.measurement import Measurement, ScheduleFigures, Unavailable
 from kernels.report import compare_rows, measurement, schedule_figures
 from tests.kernels.conftest import gemm_plan, mha_plan
@@ -123,13 +131,14 @@ def test_variable_latency_loads_set_write_barriers_and_alu_work_does_not(gemm2, 
 
 def test_issue_cycles_are_stalls_plus_waits_and_bounded_by_the_latencies(gemm2, gemm4):
     for arch, listing in _listings(gemm2, gemm4):
-        r = issue_cycles(listing)
+        table = load_latencies(arch).cycles
+        r = issue_cycles(listing, table)
         path, _ = executed_path(listing, {})
         assert r.instructions == len(path)
         floors = sum(max(listing.instructions[i].control.stall, 1) for i in path)
         assert r.cycles == floors + r.barrier_wait_cycles
         assert r.stall_cycles == sum(listing.instructions[i].control.stall for i in path)
-        assert 0 < r.barrier_wait_cycles <= sum(LATENCY[latency_class(listing.instructions[i].opcode)]
+        assert 0 < r.barrier_wait_cycles <= sum(table[latency_class(listing.instructions[i].opcode)]
                                                 for i in path if listing.instructions[i].control.write_barrier
                                                 is not None)
         assert listing.instructions[path[-1]].opcode == "EXIT"
@@ -137,8 +146,9 @@ def test_issue_cycles_are_stalls_plus_waits_and_bounded_by_the_latencies(gemm2, 
 
 def test_a_bigger_gemm_issues_more_cycles(gemm2, gemm4):
     for arch in ARCHS:
-        small = issue_cycles(parse_hex(gemm2[1].archs[arch].hex_text))
-        big = issue_cycles(parse_hex(gemm4[1].archs[arch].hex_text))
+        table = load_latencies(arch).cycles
+        small = issue_cycles(parse_hex(gemm2[1].archs[arch].hex_text), table)
+        big = issue_cycles(parse_hex(gemm4[1].archs[arch].hex_text), table)
         assert big.instructions > small.instructions and big.cycles > small.cycles
 
 
@@ -152,13 +162,14 @@ def test_the_loop_is_weighted_by_its_trip_count(mha):
     body = len(path) - len(once)
     assert body % (n - 1) == 0 and body // (n - 1) > 0, note
     assert f"{n} trips" in note
-    assert issue_cycles(listing, trips).cycles > issue_cycles(listing, {k: 1 for k in trips}).cycles
+    table = load_latencies("sm_80").cycles
+    assert issue_cycles(listing, table, trips).cycles > issue_cycles(listing, table, {k: 1 for k in trips}).cycles
 
 
 def test_a_loop_without_one_trip_count_is_refused_in_one_line(mha):
     plan, build = mha
     with pytest.raises(ControlError, match="1 loop.*0 counted loop"):
-        issue_cycles(parse_hex(build.archs["sm_80"].hex_text), {})
+        issue_cycles(parse_hex(build.archs["sm_80"].hex_text), load_latencies("sm_80").cycles, {})
     figures = schedule_figures(plan, build, "sm_80")
     assert isinstance(figures, ScheduleFigures) and figures.issue_cycles > 0
 
@@ -183,8 +194,10 @@ def test_report_json_and_the_compare_row_carry_the_issue_cycles(gemm2):
     m = measurement(plan, build, Unavailable("not run"), Unavailable("no CUDA device"))
     for arch in ARCHS:
         s = m.sass[arch].schedule
-        assert s.issue_cycles == issue_cycles(parse_hex(build.archs[arch].hex_text)).cycles
-        assert "decoded from the SASS control bits" in s.source and "Accel-Sim" in s.source
+        assert s.issue_cycles == issue_cycles(parse_hex(build.archs[arch].hex_text), load_latencies(arch).cycles).cycles
+        table = load_latencies(arch).cycles
+        assert "decoded from the SASS control bits" in s.source and f"resources/arch/{arch}.toml [latency]" in s.source
+        assert f"ld_global {table['ld_global']}" in s.source       # the GEMM's LDG scoreboards are priced
     report = m.to_dict()
     assert report["sass"]["sm_80"]["schedule"]["issue_cycles"] == m.sass["sm_80"].schedule.issue_cycles
     assert Measurement.from_dict(report) == m
@@ -213,12 +226,17 @@ def test_a_listing_without_encodings_is_a_clear_error():
         parse_hex("        /*0000*/  EXIT ;  /* 0x000000000000794d */\n")
 
 
-@pytest.mark.parametrize(("opcode", "kind"), [("LDS.U.128", "shared"), ("ATOMS.ADD", "shared"), ("LDL.64", "local"),
-                                              ("STL", "local"), ("LDG.E.128", "global"), ("ATOM.E.ADD", "global"),
-                                              ("MUFU.EX2", "mufu"), ("LDC", "other"), ("S2R", "other"),
-                                              ("SHFL.BFLY", "other")])
-def test_each_opcode_is_priced_by_its_memory_class(opcode, kind):
+CLASS_OF = [("LDS.U.128", "ld_shared"), ("ATOMS.ADD", "ld_shared"), ("LDL.64", "ld_local"), ("STL", "st_local"),
+            ("LDG.E.128", "ld_global"), ("ATOM.E.ADD", "ld_global"), ("MUFU.EX2", "mufu"), ("LDC", "default"),
+            ("S2R", "default"), ("SHFL.BFLY", "shfl"), ("STG.E", "st_global"), ("STS", "st_shared"),
+            ("F2I.TRUNC", "cvt"), ("DFMA", "dfma")]
+
+
+@pytest.mark.parametrize(("opcode", "kind"), CLASS_OF)
+def test_each_opcode_is_priced_by_its_class_in_every_arch_table(opcode, kind):
     assert latency_class(opcode) == kind
+    for arch in ARCHS:
+        assert load_latencies(arch).cycles[kind] >= 1
 
 
 def test_a_loop_without_a_way_out_is_refused():
@@ -229,4 +247,4 @@ def test_a_loop_without_a_way_out_is_refused():
              f"  /*0020*/ EXIT ; /* 0x000000000000794d */\n /* {code:#018x} */"]
     listing = parse_hex("\n".join(lines))
     with pytest.raises(ControlError, match="no predicated branch out of its body"):
-        issue_cycles(listing, {"l": 3})
+        issue_cycles(listing, {"default": 4}, {"l": 3})
