@@ -147,8 +147,11 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     assert "regtune compare: linear-scan: done: 6/6" in printed.err
     assert main([*args, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.splitlines()[2] == "|  | dsatur | linear-scan |"
-    assert main([*args[:-1], "cycles"]) == 2
-    assert "--metrics: unknown metric 'cycles' (known: registers, maxlive, spills" in capsys.readouterr().err
+    assert main([*args[:-1], "cycle"]) == 2
+    assert "--metrics: unknown metric 'cycle' (known: registers, maxlive, spills" in capsys.readouterr().err
+    assert main([*args[:-1], "ilp,cycles"]) == 0     # the ILP model's rows are metrics too
+    rows = [line.split(",")[1] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == ["ILP (model)", "cycles/warp (model)"]
 
 
 def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans):
