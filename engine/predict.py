@@ -37,16 +37,16 @@ from engine.verify import ReferenceRuns, deepest_trace
 
 
 def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None,
-            original: Program | None = None) -> dict:
+            original: Analysis | None = None) -> dict:
     """The plan's static predicted figures.
 
     ``maxlive`` is the program's MAXLIVE before spill code (one meaning
     everywhere); ``peak_with_spill_code`` is the largest pressure of the
     plan's program with its spill code, and ``peak_instruction`` where that
-    is (an index into the plan's program). ``analysis``, ``spill_code`` and
-    ``original`` (the program without spill code), when the caller has them
-    for ``plan.program`` (an allocation carries all three), save computing
-    them again.
+    is (an index into the plan's program). ``analysis`` and ``spill_code``
+    of ``plan.program``, and ``original``, the analysis of the program
+    without spill code, when the caller has them (an allocation carries all
+    three), save computing them again.
     """
     analysis = analysis if analysis is not None else analyze(plan.program)
     code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
@@ -64,9 +64,9 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
     }
 
 
-def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Program | None = None) -> int:
+def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Analysis | None = None) -> int:
     """MAXLIVE of the plan's program before spill code (``analysis``: the plan program's, used when there is
-    no spill code; ``original``: the program without it, when the caller has it).
+    no spill code; ``original``: the analysis of the program without it, when the caller has it).
 
     Examples
     --------
@@ -80,7 +80,7 @@ def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Prog
     """
     if not plan.spills:
         return (analysis or analyze(plan.program)).maxlive
-    return analyze(original if original is not None else remove_spill_code(plan.program, plan.spills)).maxlive
+    return (original if original is not None else analyze(remove_spill_code(plan.program, plan.spills))).maxlive
 
 
 def moves(program: Program, assignment: dict) -> int:
@@ -137,7 +137,8 @@ def execution_figures(plan: Plan, original: Program | None = None, spill_code: S
 def planned(allocation, **fields) -> Plan:
     """The allocation as a plan with its static figures (``fields``: workload, options)."""
     plan = allocation.plan(**fields)
-    return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code, allocation.original))
+    return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code,
+                                            allocation.original_analysis))
 
 
 def planned_and_run(allocation, runs: ReferenceRuns | None = None, **fields) -> Plan:

@@ -35,6 +35,7 @@ class Allocation:
     original : the allocator's input program (``program`` before its spill code)
     spill_code : where the spill code of ``program`` is
     analysis : the liveness analysis of ``program``, computed on the way (the caller's, for its figures)
+    original_analysis : the analysis of ``original`` the allocator was given (its MAXLIVE is the program's)
     """
 
     allocator: str
@@ -45,6 +46,7 @@ class Allocation:
     original: Program
     spill_code: SpillCode
     analysis: Analysis
+    original_analysis: Analysis
 
     def plan(self, **fields) -> Plan:
         """The allocation as a plan (``fields``: workload, options, predicted, measured)."""
@@ -164,7 +166,7 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
 
 def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core) -> Allocation:
     """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
-    original, code = program, SpillCode({}, (), (), {})
+    original, original_analysis, code = program, analysis, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
     while True:
@@ -181,7 +183,8 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         program, code = insertion.program, insertion.code
         unspillable |= set(new) | insertion.copies
         analysis = analyze_spilled(analysis, insertion)
-    return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis)
+    return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis,
+                      original_analysis)
 
 
 def _touching(analysis: Analysis, values) -> list[int]:
