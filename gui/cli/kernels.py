@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
+from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, check_register_cap, load_arch
 from engine.errors import RegtuneError
 from engine.limits import CHECK_SECONDS
 from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
@@ -86,7 +86,7 @@ def cmd_build(args) -> int:
     m = measure(plan, archs, args.spills, _limits(args), _no_simulate(args), args.sim_timeout)
     _warn(m)
     report = m.to_dict()
-    stem = plan.program.name
+    stem = m.kernel.entry       # the kernel's short name, as in its PTX and SASS
     write_text_atomic(out / f"{stem}.py", m.listings.source)
     write_text_atomic(out / f"{stem}.ptx", m.listings.ptx)
     for arch, text in m.listings.sass.items():
@@ -99,7 +99,7 @@ def cmd_build(args) -> int:
     for arch in archs:
         for sentence in m.sass[arch].explanation:
             print(f"  {arch}: {sentence}")
-    print(f"wrote {stem}.py, {stem}.ptx, {len(archs)} SASS listings and report.json to {out}")
+    print(f"wrote {stem}.py, {stem}.ptx, {len(archs)} SASS listings (plan cap) and report.json to {out}")
     return 0
 
 
@@ -159,6 +159,10 @@ def cmd_budget_sweep(args) -> int:
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
+    try:
+        check_register_cap(arch, args.start)
+    except RegtuneError as e:
+        raise RegtuneError(f"--from {args.start}: {e}") from None
     plan = admit_plan(args.plan, args.time_limit).plan
     sweep = budget_sweep(plan, arch.name, args.start, args.stop, _limits(args))
     if args.json:
@@ -169,8 +173,21 @@ def cmd_budget_sweep(args) -> int:
           f"{'warps':>5} {'occupancy':>9}")
     for r in sweep.rows:
         print(f"{r.maxrregcount:>12} {r.registers:>9} {r.spill_store_bytes:>10} {r.spill_load_bytes:>10} "
-              f"{r.stack_frame_bytes:>8} {r.active_warps:>5} {r.occupancy:>9.1%}")
+              f"{r.stack_frame_bytes:>8} {r.active_warps:>5} {r.occupancy:>9.1%}{_sweep_mark(sweep, r)}")
+    own = sweep.no_cap
+    print(f"{'no flag':>12} {own.registers:>9} {own.spill_store_bytes:>10} {own.spill_load_bytes:>10} "
+          f"{own.stack_frame_bytes:>8} {own.active_warps:>5} {own.occupancy:>9.1%}  <- ptxas's own choice "
+          "(no -maxrregcount)")
     return 0
+
+
+def _sweep_mark(sweep, row) -> str:
+    """The mark of the plan's register count on the sweep's row for it (the first cap at or above it)."""
+    first = next((r for r in sweep.rows if r.maxrregcount >= sweep.plan_registers), None)
+    if row is not first:
+        return ""
+    at = "" if row.maxrregcount == sweep.plan_registers else " (first cap at or above it)"
+    return f"  <- the plan's count, {sweep.plan_registers} registers{at}"
 
 
 def _limit_flags(p, simulator: bool = True) -> None:
