@@ -65,6 +65,8 @@ def _key(*parts: str) -> str:
 
 #: the two caps every build measures: the plan's register count, and none (ptxas's own choice)
 CAPS = ("plan", "compiler")
+#: each cap in words (timings, tables)
+CAP_LABELS = {"plan": "plan cap", "compiler": "no cap"}
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,7 @@ def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache
         return CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])}), data["sass"], False
     t = time.perf_counter()
     report, cubin = ptxas(ptx, arch, max_registers)
-    timings[f"ptxas {arch} {cap} cap"] = (time.perf_counter() - t) * 1000
+    timings[f"ptxas {arch} {CAP_LABELS[cap]}"] = (time.perf_counter() - t) * 1000
     sass_text = ""
     if cap == "plan":
         t = time.perf_counter()

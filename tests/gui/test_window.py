@@ -151,7 +151,7 @@ def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(w
     assert m.simulator.ok is True
     assert "sm_80" in window.sass_view.sass and window.sass_view.timeline.data is not None
     window.tabs.setCurrentWidget(window.compare)
-    label = "sm_80 ptxas registers"
+    label = "sm_80 ptxas registers, plan cap"
     assert window.compare.cell(label, window.doc.session.current).split()[0].isdigit()
 
 
