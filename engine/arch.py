@@ -142,15 +142,19 @@ def check_register_cap(arch: Arch, cap: int) -> int:
     return cap
 
 
-def plan_register_cap(arch: Arch, registers: int) -> int:
-    """The ``-maxrregcount`` that realises a plan of ``registers`` on ``arch``: that count, or ptxas's floor
-    when the plan needs fewer (ptxas would raise it there anyway; the build says so).
+def plan_register_cap(arch: Arch, registers: int) -> int | None:
+    """The ``-maxrregcount`` that realises a plan of ``registers`` on ``arch``: that count; ptxas's floor when
+    the plan needs fewer (ptxas would raise it there anyway); None (no flag) at the arch's maximum, which ptxas
+    never exceeds without a flag (the flag at the maximum changes ptxas's schedule, not its limit).
 
     Examples
     --------
-    >>> plan_register_cap(load_arch("sm_90"), 88), plan_register_cap(load_arch("sm_90"), 12)
-    (88, 24)
+    >>> a = load_arch("sm_90")
+    >>> plan_register_cap(a, 88), plan_register_cap(a, 12), plan_register_cap(a, 255)
+    (88, 24, None)
     """
+    if registers >= arch.max_registers_per_thread:
+        return None
     return check_register_cap(arch, max(int(registers), arch.min_register_cap))
 
 

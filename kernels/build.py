@@ -9,9 +9,10 @@ assembles it twice for every architecture (without a list,
 :data:`engine.arch.DEFAULT_BUILD_ARCHS`):
 
 - at the **plan** cap, ``-maxrregcount`` = the plan's register count
-  (raised to ptxas's floor, :func:`engine.arch.plan_register_cap`): the
-  kernel whose SASS is listed, simulated and run; ptxas spills here say the
-  plan's count does not fit ptxas's own schedule;
+  (raised to ptxas's floor; no flag when the count is the arch's maximum,
+  :func:`engine.arch.plan_register_cap`): the kernel whose SASS is listed
+  and run on a GPU; ptxas spills here say the plan's count does not fit
+  ptxas's own schedule;
 - at the **compiler** cap, no ``-maxrregcount`` at all: ptxas's own choice,
   what a plain ``numba.cuda.jit`` gets.
 
@@ -290,8 +291,8 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
 
 
 def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
-    """The ``-maxrregcount`` of ``cap`` (one of :data:`CAPS`) on ``arch``: the plan's count (at least ptxas's
-    floor) for "plan", None (no flag) for "compiler"."""
+    """The ``-maxrregcount`` of ``cap`` (one of :data:`CAPS`) on ``arch`` (None: no flag): for "plan" the plan's
+    count as :func:`engine.arch.plan_register_cap` makes it a cap, for "compiler" None."""
     if cap not in CAPS:
         raise ToolchainError(f"unknown cap {cap!r} (known: {', '.join(CAPS)})")
     return plan_register_cap(load_arch(arch), plan_registers) if cap == "plan" else None

@@ -139,9 +139,11 @@ class PtxasFigures(_Record):
     @property
     def cap_text(self) -> str:
         """The cap in words, e.g. ``plan cap -maxrregcount=88`` or ``no -maxrregcount (ptxas's own choice)``."""
-        if self.max_registers is None:
-            return "no -maxrregcount (ptxas's own choice)"
-        return f"{self.cap} cap -maxrregcount={self.max_registers}"
+        if self.max_registers is not None:
+            return f"{self.cap} cap -maxrregcount={self.max_registers}"
+        if self.cap == "plan":
+            return "plan cap, no -maxrregcount (the plan's count is the arch's maximum)"
+        return "no -maxrregcount (ptxas's own choice)"
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
     plan_regs = registers_used(plan.assignment)
     maxlive = analyze(plan.program).maxlive
     at_plan, own = b.report, b.compiler
-    plan_flag = f"-maxrregcount={at_plan.max_registers}"
+    plan_flag = "no -maxrregcount" if at_plan.max_registers is None else f"-maxrregcount={at_plan.max_registers}"
     top = b.sass.highest_register()
     out = []
     if plan_regs != maxlive:
@@ -76,7 +76,10 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
                    + (f"{_pairs(plan)} 64-bit values need even-aligned pairs, and "
                       if _pairs(plan) else "")
                    + f"the {plan.allocator} assignment leaves {plan_regs - maxlive} register(s) of slack")
-    if at_plan.max_registers != plan_regs:
+    if at_plan.max_registers is None:
+        out.append(f"the plan's {plan_regs} registers are {arch}'s maximum, which ptxas never exceeds, so the plan "
+                   "cap passes no -maxrregcount (the flag at the maximum changes ptxas's schedule, not its limit)")
+    elif at_plan.max_registers != plan_regs:
         out.append(f"the plan's {plan_regs} registers are below ptxas's floor on {arch}, so the plan cap is "
                    f"{plan_flag} (ptxas raises any lower cap to it)")
     out.append(_plan_cap_sentence(at_plan, plan_regs, plan_flag, b.sass.maxlive, maxlive))

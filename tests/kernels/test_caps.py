@@ -1,8 +1,9 @@
 """Two caps per build, the plan's register count and none; their flags recorded; caps ptxas would not apply refused.
 
-Real NVVM and ptxas: two plans at budget 255 (GEMM 8x8x8, whose count is
-88, and GEMM 2x2x2, whose count is below ptxas's floor) are built once for
-this module with every tool command line recorded where it is run.
+Real NVVM and ptxas: three plans at budget 255 (GEMM 8x8x8 by
+chaitin-briggs, whose count is 88; GEMM 2x2x2, whose count is below
+ptxas's floor; GEMM 8x8x8 by naive, which uses all 255 registers) are built
+once for this module with every tool command line recorded where it is run.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ BUILD_ARCHS = ("sm_80", "sm_90")
 @pytest.fixture(scope="module")
 def built():
     """(plans, builds, every ptxas argv run while building them), the build cache off so every tool runs."""
-    plans = {"8x8x8": gemm_plan(8, 8, 8, "chaitin-briggs"), "2x2x2": gemm_plan(2, 2, 2, "linear-scan")}
+    plans = {"8x8x8": gemm_plan(8, 8, 8, "chaitin-briggs"), "2x2x2": gemm_plan(2, 2, 2, "linear-scan"),
+             "naive": gemm_plan(8, 8, 8, "naive")}
     argvs = []
     real = toolchain._run
 
@@ -45,19 +47,31 @@ def built():
     return plans, builds, ptxas_runs
 
 
-def test_every_plan_is_at_budget_255_and_8x8x8_counts_88(built):
+def test_every_plan_is_at_budget_255_with_the_counts_this_module_is_about(built):
     plans, _, _ = built
     assert {plan.budget for plan in plans.values()} == {255}
     assert registers_used(plans["8x8x8"].assignment) == 88
     assert registers_used(plans["2x2x2"].assignment) < 24
+    assert registers_used(plans["naive"].assignment) == 255
 
 
 def test_a_budget_of_255_is_never_passed_to_ptxas(built):
     _, _, runs = built
-    assert len(runs) == 2 * 2 * len(BUILD_ARCHS)          # two plans, two caps, every arch: each ptxas ran
+    assert len(runs) == 3 * 2 * len(BUILD_ARCHS)          # three plans, two caps, every arch: each ptxas ran
     caps = sorted(next((a for a in argv if a.startswith("-maxrregcount")), "no flag") for argv in runs)
-    assert caps == ["-maxrregcount=24"] * 2 + ["-maxrregcount=88"] * 2 + ["no flag"] * 4
+    assert caps == ["-maxrregcount=24"] * 2 + ["-maxrregcount=88"] * 2 + ["no flag"] * 8
     assert not any("-maxrregcount=255" in argv for argv in runs)
+
+
+def test_a_plan_using_the_arch_maximum_gets_no_flag_and_the_sentence_says_why(built):
+    plans, builds, _ = built
+    m = measurement(plans["naive"], builds["naive"], Unavailable("-"), Unavailable("-"))
+    for arch in BUILD_ARCHS:
+        assert m.ptxas[arch].max_registers is None and m.ptxas[arch].flags == (f"-arch={arch}", "-v")
+        assert m.ptxas[arch].registers == m.ptxas_compiler[arch].registers        # the same run, twice
+        assert m.ptxas[arch].cap_text == "plan cap, no -maxrregcount (the plan's count is the arch's maximum)"
+        assert f"the plan's 255 registers are {arch}'s maximum, which ptxas never exceeds, so the plan cap passes " \
+               "no -maxrregcount" in " ".join(m.sass[arch].explanation)
 
 
 def test_each_arch_is_measured_at_the_plan_cap_and_with_no_cap(built):
@@ -107,7 +121,8 @@ def test_the_gap_sentences_name_the_cap_of_every_ptxas_figure(built):
             own = next(s for s in sentences if s.startswith("with no -maxrregcount"))
             assert f"ptxas used {builds[name].archs[arch].compiler.registers} registers" in own
             cap = m.ptxas[arch].max_registers
-            at_plan = next(s for s in sentences if s.startswith(f"at the plan cap (-maxrregcount={cap})"))
+            flag = "no -maxrregcount" if cap is None else f"-maxrregcount={cap}"
+            at_plan = next(s for s in sentences if s.startswith(f"at the plan cap ({flag})"))
             assert f"ptxas used {m.ptxas[arch].registers} registers" in at_plan
 
 
