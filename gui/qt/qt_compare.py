@@ -193,9 +193,9 @@ class QtBudgetSweep(QWidget):
 
     def _mark(self, sweep) -> None:
         """The plan's count at x = its registers; ptxas's own choice at y = its registers."""
-        self.plan_mark.setValue(sweep.plan_registers)
-        self.plan_mark.label.setFormat(f"plan: {sweep.plan_registers}")
-        self.own_mark.setValue(sweep.no_cap.registers)
-        self.own_mark.label.setFormat(f"ptxas, no flag: {sweep.no_cap.registers}")
-        self.plan_mark.setVisible(True)
-        self.own_mark.setVisible(True)
+        for mark, value, text in ((self.plan_mark, sweep.plan_registers, f"plan: {sweep.plan_registers}"),
+                                  (self.own_mark, sweep.no_cap.registers,
+                                   f"ptxas, no flag: {sweep.no_cap.registers}")):
+            mark.setVisible(True)               # first: a hidden line's label does not take new text
+            mark.setValue(value)
+            mark.label.setFormat(text)

@@ -56,5 +56,6 @@ def test_the_sweep_marks_the_plans_count_and_ptxas_own_choice(qtbot, measured):
     assert view.own_mark.value() == sweep.no_cap.registers == m.ptxas_compiler["sm_80"].registers
     assert view.plan_mark.label.format == f"plan: {sweep.plan_registers}"
     assert view.own_mark.label.format == f"ptxas, no flag: {sweep.no_cap.registers}"
+    assert view.plan_mark.label.textItem.toPlainText() == f"plan: {sweep.plan_registers}"      # drawn, not only set
     assert [r.maxrregcount for r in view.rows] == [24, 32, 40, 48]          # the curve is as it was
     assert f"ptxas with no -maxrregcount chose {sweep.no_cap.registers}" in view.caption.text()
