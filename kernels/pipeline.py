@@ -23,7 +23,14 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
-from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, Arch, check_register_cap, load_arch, occupancy
+from engine.arch import (
+    DEFAULT_ARCH,
+    DEFAULT_BUILD_ARCHS,
+    Arch,
+    check_register_cap,
+    load_arch,
+    occupancy,
+)
 from engine.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
 from kernels.build import Limits, build_plan, compile_ptx, rename_entry

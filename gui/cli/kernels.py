@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, check_register_cap, load_arch
+from engine.arch import (
+    ARCHS,
+    DEFAULT_ARCH,
+    DEFAULT_BUILD_ARCHS,
+    check_register_cap,
+    load_arch,
+)
 from engine.errors import RegtuneError
 from engine.limits import CHECK_SECONDS
 from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic

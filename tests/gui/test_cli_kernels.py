@@ -42,12 +42,16 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
     assert "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
-    assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.M)
-    assert re.search(r"^  sm_80: with no -maxrregcount \(ptxas's own choice", out, re.M)
+    assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.MULTILINE)
+    assert re.search(r"^  sm_80: with no -maxrregcount \(ptxas's own choice", out, re.MULTILINE)
     stem = "regtune_gemm_m4n4k4_t4x4_k_outer_dsatur"      # the kernel's short name names its files
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
         [f"{stem}.py", f"{stem}.ptx", f"{stem}.sm_80.sass", "report.json"])
     assert f".visible .entry {stem}(" in (tmp_path / "o" / f"{stem}.ptx").read_text()
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    cap = report["ptxas"]["sm_80"]["max_registers"]
+    assert report["ptxas"]["sm_80"]["flags"] == ["-arch=sm_80", "-v", f"-maxrregcount={cap}"]
+    assert report["ptxas_compiler"]["sm_80"]["flags"] == ["-arch=sm_80", "-v"]
 
 
 def test_compare_gemm_8x8x8_shows_ptxas_at_the_plan_cap_and_with_no_cap_with_their_flags(capsys):
@@ -56,7 +60,7 @@ def test_compare_gemm_8x8x8_shows_ptxas_at_the_plan_cap_and_with_no_cap_with_the
     out = capsys.readouterr().out
     for arch in ("sm_80", "sm_90"):
         def row(label, arch=arch):
-            return re.search(rf"^{arch} {label}\s+(.+)$", out, re.M).group(1).strip()
+            return re.search(rf"^{arch} {label}\s+(.+)$", out, re.MULTILINE).group(1).strip()
         assert row("ptxas flags, plan cap") == f"-arch={arch} -v -maxrregcount=88"
         assert row("ptxas flags, no cap") == f"-arch={arch} -v"
         assert int(row("ptxas registers, plan cap")) <= 88 < int(row("ptxas registers, no cap")) < 206

@@ -13,10 +13,10 @@ import subprocess
 
 import pytest
 
-import kernels.toolchain as toolchain
 from engine.arch import ARCHS, load_arch
 from engine.errors import RegtuneError
 from engine.plan import registers_used
+from kernels import toolchain
 from kernels.build import build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source
 from kernels.measurement import Measurement, Unavailable
@@ -75,7 +75,7 @@ def test_a_plan_using_the_arch_maximum_gets_no_flag_and_the_sentence_says_why(bu
 
 
 def test_each_arch_is_measured_at_the_plan_cap_and_with_no_cap(built):
-    plans, builds, runs = built
+    _, builds, runs = built
     build = builds["8x8x8"]
     for arch, b in build.archs.items():
         assert b.report.flags == (f"-arch={arch}", "-v", "-maxrregcount=88") and b.report.max_registers == 88
