@@ -184,6 +184,8 @@ def cmd_budget_sweep(args) -> int:
     print(f"{'no flag':>12} {own.registers:>9} {own.spill_store_bytes:>10} {own.spill_load_bytes:>10} "
           f"{own.stack_frame_bytes:>8} {own.active_warps:>5} {own.occupancy:>9.1%}  <- ptxas's own choice "
           "(no -maxrregcount)")
+    if sweep.rows[-1].maxrregcount < sweep.plan_registers:
+        print(f"the plan's count, {sweep.plan_registers} registers, is above every cap swept")
     return 0
 
 
