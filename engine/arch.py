@@ -114,6 +114,7 @@ def load_arch(name: str) -> Arch:
     data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
     data["compute_capability"] = tuple(data["compute_capability"])
     data["bank_model"] = BankModel(**data["bank_model"])
+    data.pop("latency", None)           # the latency table: load_latencies
     return Arch(**data)
 
 
@@ -156,6 +157,50 @@ def plan_register_cap(arch: Arch, registers: int) -> int | None:
     if registers >= arch.max_registers_per_thread:
         return None
     return check_register_cap(arch, max(int(registers), arch.min_register_cap))
+
+
+@dataclass(frozen=True)
+class Latencies:
+    """One architecture's latency table (a model's data): class -> cycles, and class -> where the figure
+    comes from. Cycles run from an instruction's issue until a dependent instruction may issue."""
+
+    arch: str
+    cycles: dict
+    sources: dict
+
+
+@functools.cache
+def load_latencies(name: str) -> Latencies:
+    """The ``[latency]`` table of the architecture ``name``; every class has integer cycles and a source.
+
+    Examples
+    --------
+    >>> t = load_latencies("sm_80")
+    >>> t.cycles["ffma"], "Accel-Sim" in t.sources["ffma"]
+    (4, True)
+    """
+    load_arch(name)
+    data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
+    return latency_table(name, data.get("latency"))
+
+
+def latency_table(name: str, table: dict | None) -> Latencies:
+    """The latencies of a ``[latency]`` table as read from arch ``name``'s file; a one-line error naming the
+    first class (in sorted order) without integer cycles >= 1 or without a source.
+
+    Examples
+    --------
+    >>> latency_table("sm_80", {"ffma": {"cycles": 4}})
+    Traceback (most recent call last):
+    ...
+    engine.errors.RegtuneError: sm_80: latency class 'ffma' needs integer cycles >= 1 and a source
+    """
+    if not table:
+        raise RegtuneError(f"{name}: resources/arch/{name}.toml has no [latency] table")
+    for cls, row in sorted(table.items()):
+        if not isinstance(row.get("cycles"), int) or row["cycles"] < 1 or not str(row.get("source", "")).strip():
+            raise RegtuneError(f"{name}: latency class {cls!r} needs integer cycles >= 1 and a source")
+    return Latencies(name, {c: r["cycles"] for c, r in table.items()}, {c: r["source"] for c, r in table.items()})
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ conflict of the new plan (as :func:`engine.verify.static_conflicts` finds
 them), and the inverse edit, so ``apply_edit(result.plan,
 result.inverse).plan`` equals ``plan`` but for its figures. An edit that cannot
 be applied at all (an unknown value, a move across a dependence) comes back
-``rejected`` with the reason and the plan unchanged.
+``rejected`` with the reason and the plan unchanged. A caller that holds
+the analysis of ``plan.program`` passes it: edits that keep the program
+(:class:`Assign`, :class:`Swap`, a rejection) then analyse nothing.
 
 Examples
 --------
@@ -110,15 +112,16 @@ class EditResult:
     rejected: str | None = None
 
 
-def _result(new: Plan, inverse) -> EditResult:
+def _result(new: Plan, inverse, analysis: Analysis | None = None) -> EditResult:
+    """The result for ``new``; ``analysis``, when given, is that of ``new.program`` (an edit that kept it)."""
     plan = new.with_(predicted={})
-    analysis = analyze(plan.program)
+    analysis = analysis if analysis is not None else analyze(plan.program)
     conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, analysis)
     return EditResult(plan, tuple(conflicts), inverse, analysis)
 
 
-def _reject(plan: Plan, reason: str) -> EditResult:
-    analysis = analyze(plan.program)
+def _reject(plan: Plan, reason: str, analysis: Analysis | None) -> EditResult:
+    analysis = analysis if analysis is not None else analyze(plan.program)
     conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, analysis)
     return EditResult(plan, tuple(conflicts), None, analysis, reason)
 
@@ -132,32 +135,32 @@ def _value_problem(plan: Plan, name: str) -> str | None:
     return None
 
 
-def _assign(plan: Plan, e: Assign) -> EditResult:
+def _assign(plan: Plan, e: Assign, analysis: Analysis | None) -> EditResult:
     problem = _value_problem(plan, e.value)
     if problem:
-        return _reject(plan, problem)
+        return _reject(plan, problem, analysis)
     old = plan.assignment.get(e.value)
     inverse = Assign(e.value, old) if old is not None else None
-    return _result(plan.with_(assignment={**plan.assignment, e.value: tuple(e.registers)}), inverse)
+    return _result(plan.with_(assignment={**plan.assignment, e.value: tuple(e.registers)}), inverse, analysis)
 
 
-def _swap(plan: Plan, e: Swap) -> EditResult:
+def _swap(plan: Plan, e: Swap, analysis: Analysis | None) -> EditResult:
     remap = {e.a: e.b, e.b: e.a}
     assignment = {n: tuple(remap.get(r, r) for r in regs) for n, regs in plan.assignment.items()}
-    return _result(plan.with_(assignment=assignment), e)
+    return _result(plan.with_(assignment=assignment), e, analysis)
 
 
 def _is_spill_temporary(plan: Plan, name: str) -> bool:
     return name in spill_code_of(plan.program, plan.spills).origin
 
 
-def _spill(plan: Plan, e: Spill) -> EditResult:
+def _spill(plan: Plan, e: Spill, analysis: Analysis | None) -> EditResult:
     problem = _value_problem(plan, e.value)
     if problem or e.value in plan.spills or _is_spill_temporary(plan, e.value):
-        return _reject(plan, problem or f"%{e.value} is already in local memory")
+        return _reject(plan, problem or f"%{e.value} is already in local memory", analysis)
     slot = e.slot if e.slot is not None else max([first_free_slot(plan.program), *[s + 1 for s in plan.spills.values()]])
     if slot in plan.spills.values():
-        return _reject(plan, f"spill slot {slot} already holds another value")
+        return _reject(plan, f"spill slot {slot} already holds another value", analysis)
     program = insert_spill_code(plan.program, {e.value: slot})
     regs = plan.assignment.get(e.value)
     assignment = dict(plan.assignment)
@@ -167,9 +170,9 @@ def _spill(plan: Plan, e: Spill) -> EditResult:
                    Unspill(e.value))
 
 
-def _unspill(plan: Plan, e: Unspill) -> EditResult:
+def _unspill(plan: Plan, e: Unspill, analysis: Analysis | None) -> EditResult:
     if e.value not in plan.spills:
-        return _reject(plan, f"%{e.value} is not spilled")
+        return _reject(plan, f"%{e.value} is not spilled", analysis)
     program = remove_spill_code(plan.program, {e.value: plan.spills[e.value]})
     assignment = {n: r for n, r in plan.assignment.items() if n in program.values}
     spills = {n: s for n, s in plan.spills.items() if n != e.value}
@@ -177,16 +180,16 @@ def _unspill(plan: Plan, e: Unspill) -> EditResult:
                    Restore(plan.program, plan.assignment, plan.spills))
 
 
-def _restore(plan: Plan, e: Restore) -> EditResult:
+def _restore(plan: Plan, e: Restore, analysis: Analysis | None) -> EditResult:
     inverse = Restore(plan.program, plan.assignment, plan.spills)
     return _result(plan.with_(program=e.program, assignment=e.assignment, spills=e.spills), inverse)
 
 
-def _move(plan: Plan, e: Move) -> EditResult:
+def _move(plan: Plan, e: Move, analysis: Analysis | None) -> EditResult:
     program = plan.program
     reason = move_problem(program, e.index, e.to)
     if reason:
-        return _reject(plan, reason)
+        return _reject(plan, reason, analysis)
     b = program.block_of(e.index)
     first = program.block_starts[b]
     body = list(program.blocks[b].instructions)
@@ -199,9 +202,11 @@ def _move(plan: Plan, e: Move) -> EditResult:
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
 
 
-def apply_edit(plan: Plan, edit) -> EditResult:
-    """Apply one edit to ``plan`` (see the module invariant)."""
-    return _APPLY[type(edit)](plan, edit)
+def apply_edit(plan: Plan, edit, analysis: Analysis | None = None) -> EditResult:
+    """Apply one edit to ``plan`` (see the module invariant); ``analysis``: the caller's analysis of ``plan.program``."""
+    if analysis is not None and analysis.program is not plan.program:
+        raise ValueError("apply_edit: the analysis given is not that of the plan's program")
+    return _APPLY[type(edit)](plan, edit, analysis)
 
 
 def _memory(ins: Instruction):

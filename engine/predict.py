@@ -36,17 +36,24 @@ from engine.spill import SpillCode, remove_spill_code, spill_code_of
 from engine.verify import ReferenceRuns, deepest_trace
 
 
-def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None) -> dict:
+def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None,
+            original: Program | None = None) -> dict:
     """The plan's static predicted figures.
 
-    ``analysis`` and ``spill_code``, when the caller has them for
-    ``plan.program`` (an allocation carries both), save computing them again.
+    ``maxlive`` is the program's MAXLIVE before spill code (one meaning
+    everywhere); ``peak_with_spill_code`` is the largest pressure of the
+    plan's program with its spill code, and ``peak_instruction`` where that
+    is (an index into the plan's program). ``analysis``, ``spill_code`` and
+    ``original`` (the program without spill code), when the caller has them
+    for ``plan.program`` (an allocation carries all three), save computing
+    them again.
     """
     analysis = analysis if analysis is not None else analyze(plan.program)
     code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
     return {
         "registers": registers_used(plan.assignment),
-        "maxlive": analysis.maxlive,
+        "maxlive": program_maxlive(plan, analysis, original),
+        "peak_with_spill_code": analysis.maxlive,
         "peak_instruction": analysis.peak,
         "spilled_values": len(plan.spills),
         "spill_stores": len(code.stores),
@@ -55,6 +62,25 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
         "moves": moves(plan.program, plan.assignment),
         **_banks(plan, analysis),
     }
+
+
+def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Program | None = None) -> int:
+    """MAXLIVE of the plan's program before spill code (``analysis``: the plan program's, used when there is
+    no spill code; ``original``: the program without it, when the caller has it).
+
+    Examples
+    --------
+    >>> from engine.allocators import allocate
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %w:f32 = mov 3\\n"
+    ...           "  %z:f32 = add %x, %y\\n  %v:f32 = add %z, %w\\n  st.global %v, 0, %v\\n  exit\\n")
+    >>> a = allocate("linear-scan", p, budget=2)
+    >>> program_maxlive(a.plan()), analyze(a.plan().program).maxlive
+    (3, 2)
+    """
+    if not plan.spills:
+        return (analysis or analyze(plan.program)).maxlive
+    return analyze(original if original is not None else remove_spill_code(plan.program, plan.spills)).maxlive
 
 
 def moves(program: Program, assignment: dict) -> int:
@@ -111,7 +137,7 @@ def execution_figures(plan: Plan, original: Program | None = None, spill_code: S
 def planned(allocation, **fields) -> Plan:
     """The allocation as a plan with its static figures (``fields``: workload, options)."""
     plan = allocation.plan(**fields)
-    return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code))
+    return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code, allocation.original))
 
 
 def planned_and_run(allocation, runs: ReferenceRuns | None = None, **fields) -> Plan:

@@ -26,17 +26,48 @@ def _gui(args) -> int:
     return run_gui(args.plan)
 
 
+def _mha_config(args) -> tuple[dict, dict]:
+    """``screenshot --mha``'s workload and session options, checked as the other commands check them."""
+    from engine.errors import RegtuneError
+    from engine.workloads import check_workload, workload_named
+    from gui.model.session import session_options
+
+    mha = workload_named("mha")
+    missing = [f.name for f in mha.flags if f.required and getattr(args, f.dest) is None]
+    if missing:
+        raise RegtuneError(f"--mha needs {', '.join(missing)}")
+    config, options = mha.from_flags({**vars(args), "projection": False})
+    workload = check_workload(mha.to_dict(config), {}, "--mha")[0]
+    return workload, session_options({"strategies": list(options["strategies"]), "bc": options["bc"]}, "--mha")
+
+
+def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
+    from engine.errors import RegtuneError
+    from engine.workloads import workload_named
+    from gui.cli.main import gemm_config
+
+    mha_flags = [f.name for f in workload_named("mha").flags
+                 if not f.switch and getattr(args, f.dest) not in (None, f.default)]
+    chosen = [flag for flag, given in (("--plan", args.plan), ("--gemm", args.gemm), ("--mha", args.mha)) if given]
+    if len(chosen) > 1:
+        raise RegtuneError(f"{' and '.join(chosen)}: choose one thing to show")
+    if mha_flags and not args.mha:
+        raise RegtuneError(f"{', '.join(mha_flags)} describe an MHA config: add --mha")
+    if args.mha:
+        return _mha_config(args)
+    return (gemm_config(args.gemm) if args.gemm else None), None
+
+
 def _screenshot(args) -> int:
     from engine.plan import check_writable, load_plan
-    from gui.cli.main import gemm_config
     from gui.qt.qt_app import screenshot
 
-    workload = gemm_config(args.gemm) if args.gemm else None
+    workload, options = _screenshot_workload(args)
     check_writable(args.out, "--out")
     if args.plan:
         load_plan(args.plan)   # a bad plan is one line here, before the window is made
-    print(screenshot(args.out, args.plan, args.view, workload=workload, options=None, build=args.build,
-                     current=args.current, select=args.select))
+    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
+                     current=args.current, select=args.select, register=args.register))
     return 0
 
 

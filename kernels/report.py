@@ -17,9 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
-from engine.liveness import analyze
 from engine.plan import Plan, registers_used
-from engine.predict import predict
+from engine.predict import predict, program_maxlive
 from kernels.build import Build
 from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
                                  PtxasFigures, SassFigures, SimulatorCheck, Unavailable)
@@ -66,7 +65,7 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
     figures come from: the plan cap (``-maxrregcount`` = the plan's count) or no cap (ptxas's own choice)."""
     b = build.archs[arch]
     plan_regs = registers_used(plan.assignment)
-    maxlive = analyze(plan.program).maxlive
+    maxlive = program_maxlive(plan)       # the program's, before spill code (as everywhere)
     at_plan, own = b.report, b.compiler
     plan_flag = "no -maxrregcount" if at_plan.max_registers is None else f"-maxrregcount={at_plan.max_registers}"
     top = b.sass.highest_register()

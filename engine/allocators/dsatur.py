@@ -1,6 +1,6 @@
 """DSatur (Brélaz 1979): colour the most saturated value first.
 
-The source note's "saturation ordering". Invariant: the next value
+The design note's "saturation ordering". Invariant: the next value
 coloured is the uncoloured one whose neighbours already block the most
 distinct registers (ties: most neighbours, then lowest number), and it takes
 the lowest free register (an even pair for 64-bit values). When none is

@@ -1,6 +1,6 @@
 """The naive allocator: a fresh register for every value, never reused.
 
-This is the "linear, no reuse" scheme the source note criticises: values
+This is the "linear, no reuse" scheme the design note criticises: values
 take registers 0, 1, 2, ... in definition order (pairs rounded up to even)
 and keep them for the whole kernel. Invariant: no two program values ever
 share a register. When the budget runs out, the remaining values are

@@ -190,6 +190,36 @@ def config_label(workload: dict) -> str:
     return w.label(w.from_dict({"kind": w.name, **workload}, "workload"))
 
 
+def _option_words(options: dict) -> list[str]:
+    """The options that shape a program, in words (tile and schedule, strategies, keys per tile)."""
+    words = []
+    if options.get("tile"):
+        words.append("tile " + "x".join(str(t) for t in options["tile"]))
+    if options.get("schedule"):
+        words.append(f"schedule {options['schedule']}")
+    if "strategies" in options:
+        words.append("strategies " + ("+".join(options["strategies"]) or "none"))
+    if options.get("bc"):
+        words.append(f"{options['bc']} keys per K/V tile")
+    if options.get("projection"):
+        words.append("projection phase")
+    return words
+
+
+def setting_label(workload: dict, options: dict) -> str:
+    """A workload and the options its program was built with, in one line (summaries, plan labels, table
+    headers): the config label, then tile and schedule or the MHA strategies.
+
+    Examples
+    --------
+    >>> setting_label({"kind": "gemm", "m": 16, "n": 16, "k": 16}, {"tile": [8, 4], "schedule": "k-outer"})
+    'gemm 16x16x16, tile 8x4, schedule k-outer'
+    >>> setting_label({}, {})
+    'program'
+    """
+    return ", ".join([config_label(workload), *_option_words(options)])
+
+
 def parse_config_label(text: str) -> dict:
     """The workload dict a label spells (the inverse of :func:`config_label` for workloads with configs).
 

@@ -1,6 +1,6 @@
 """Batched small GEMM, C = alpha*A*B + beta*C, seen from one thread.
 
-The config space is the source note's: M, N, K each in 2..16, 3,375
+The config space is the design note's: M, N, K each in 2..16, 3,375
 configs. A thread block serves a group of matrices; each thread computes
 a tm x tn tile of one C (tm divides M, tn divides N), so the program holds
 what ptxas must hold too: the thread and batch index arithmetic, the
@@ -101,7 +101,7 @@ def check_options(w: Gemm, options: dict, where: str) -> dict:
 
 
 def gemm_configs() -> list[Gemm]:
-    """The source note's config space: every (M, N, K) with each in 2..16."""
+    """The design note's config space: every (M, N, K) with each in 2..16."""
     return [Gemm(m, n, k) for m in SIZES for n in SIZES for k in SIZES]
 
 
@@ -277,19 +277,34 @@ def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tupl
     return (1, 1), gemm_program(w, (1, 1), schedule)
 
 
-def default_tile(w: Gemm, schedule: str = DEFAULT_SCHEDULE, budget: int = 255,
+def arch_limit(arch: str | None = None) -> int:
+    """Registers per thread the architecture allows (the default tile's reference, not the budget).
+
+    Examples
+    --------
+    >>> arch_limit(), arch_limit("sm_90")
+    (255, 255)
+    """
+    from engine.arch import DEFAULT_ARCH, load_arch
+
+    return load_arch(arch or DEFAULT_ARCH).max_registers_per_thread
+
+
+def default_tile(w: Gemm, schedule: str = DEFAULT_SCHEDULE, limit: int | None = None,
                  headroom: float = HEADROOM) -> tuple[int, int]:
-    """The largest tile whose MAXLIVE keeps ``headroom`` of the budget free."""
+    """The largest tile whose MAXLIVE keeps ``headroom`` of ``limit`` free (default: the architecture's
+    register limit, :func:`arch_limit`; pass the budget to fit the tile to it)."""
     check_gemm(w, None, schedule)
-    return _fitting(w, schedule, budget, headroom)[0]
+    return _fitting(w, schedule, limit or arch_limit(), headroom)[0]
 
 
-def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, budget: int = 255,
+def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, limit: int | None = None,
                headroom: float = HEADROOM) -> tuple[Program, dict]:
-    """The program and its options (tile chosen by :func:`default_tile` when None)."""
+    """The program and its options; ``tile`` None: :func:`default_tile` against ``limit`` (default: the
+    architecture's register limit, never the budget unless the caller passes it as ``limit``)."""
     check_gemm(w, tile, schedule)
     if tile is None:
-        tile, program = _fitting(w, schedule, budget, headroom)
+        tile, program = _fitting(w, schedule, limit or arch_limit(), headroom)
     else:
         tile = tuple(tile)
         program = gemm_program(w, tile, schedule)
@@ -330,18 +345,31 @@ def parse_sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | No
     return tuple(int(p) for p in parts)
 
 
-def parse_tile(text: str) -> tuple[int, int]:
-    """``--tile TMxTN`` as a tile; a one-line error naming the text otherwise."""
+#: ``--tile fit``: the largest tile that keeps the headroom under the budget instead of the architecture's limit
+FIT = "fit"
+
+
+def parse_tile(text: str) -> tuple[int, int] | str:
+    """``--tile TMxTN`` as a tile, or :data:`FIT`; a one-line error naming the text otherwise.
+
+    Examples
+    --------
+    >>> parse_tile("4x8"), parse_tile("fit")
+    ((4, 8), 'fit')
+    """
+    if text.strip().lower() == FIT:
+        return FIT
     tile = parse_sizes(text, 2, 1, 16)
     if tile is None:
-        raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; "
+        raise RegtuneError(f"--tile must be TMxTN with TM, TN in 1..16 dividing M and N (e.g. 4x8), or 'fit'; "
                            f"got {fields.excerpt(text)}")
     return tile
 
 
 class GemmWorkload:
-    """GEMM in the workload registry (:class:`engine.workloads.Workload`); build options: ``tile``,
-    ``schedule``, ``budget``, ``headroom``.
+    """GEMM in the workload registry (:class:`engine.workloads.Workload`); build options: ``tile`` (None:
+    the largest keeping ``headroom`` under the architecture's register limit; ``"fit"``: under ``budget``
+    instead; or [TM, TN]), ``schedule``, ``budget``, ``headroom``, ``arch``.
 
     Examples
     --------
@@ -355,10 +383,14 @@ class GemmWorkload:
     name = "gemm"
     title = "GEMM (source 'gemm')"
     example = Gemm(8, 8, 8)
-    flags = (Flag("--m", "m", int, required=True), Flag("--n", "n", int, required=True),
-             Flag("--k", "k", int, required=True),
-             Flag("--tile", "tile", help="TMxTN, e.g. 4x4 (default: the largest that keeps 25%% headroom)"),
-             Flag("--schedule", "schedule", default=DEFAULT_SCHEDULE, help=f"one of: {', '.join(SCHEDULES)}"))
+    flags = (Flag("--m", "m", int, required=True, help=f"rows of A and C, {SIZES.start}..{SIZES.stop - 1}"),
+             Flag("--n", "n", int, required=True, help=f"columns of B and C, {SIZES.start}..{SIZES.stop - 1}"),
+             Flag("--k", "k", int, required=True, help=f"columns of A, rows of B, {SIZES.start}..{SIZES.stop - 1}"),
+             Flag("--tile", "tile", help="TMxTN (TM divides M, TN divides N), e.g. 4x4; or 'fit': the largest "
+                  "that keeps 25%% headroom under --budget (default: the largest that keeps 25%% headroom under "
+                  "the architecture's 255 registers, whatever the budget)"),
+             Flag("--schedule", "schedule", default=DEFAULT_SCHEDULE,
+                  help=f"one of: {', '.join(SCHEDULES)} (default {DEFAULT_SCHEDULE})"))
 
     def from_dict(self, data: dict, where: str) -> Gemm:
         return Gemm.from_dict(data, where)
@@ -370,9 +402,11 @@ class GemmWorkload:
         return gemm_configs()
 
     def build(self, config: Gemm, options: dict) -> tuple[Program, dict]:
-        tile = tuple(options["tile"]) if options.get("tile") else None
-        return build_gemm(config, tile, options.get("schedule", DEFAULT_SCHEDULE), int(options.get("budget", 255)),
-                          float(options.get("headroom", HEADROOM)))
+        tile = options.get("tile")
+        fit = tile == FIT
+        limit = int(options.get("budget", 255)) if fit else arch_limit(options.get("arch"))
+        return build_gemm(config, None if fit or not tile else tuple(tile), options.get("schedule", DEFAULT_SCHEDULE),
+                          limit, float(options.get("headroom", HEADROOM)))
 
     def label(self, config: Gemm) -> str:
         return f"gemm {config.m}x{config.n}x{config.k}"

@@ -1,4 +1,4 @@
-"""Multi-head attention: the source note's config space and a fused forward pass per thread.
+"""Multi-head attention: the design note's config space and a fused forward pass per thread.
 
 The config space: heads in {16, 32, 40, 64, 96, 128}, batch in {1, 4, 16,
 32, 64, 128, 256, 512, 1024}, head_dim in {32, 64, 80, 96, 128, 192, 256},
@@ -127,7 +127,7 @@ def check_options(w: Mha, options: dict, where: str) -> dict:
 
 
 def mha_configs() -> list[Mha]:
-    """The source note's 1,512 configs."""
+    """The design note's 1,512 configs."""
     return [Mha(h, b, d, g) for h in HEADS for b in BATCHES for d in HEAD_DIMS for g in GROUPS]
 
 
@@ -433,6 +433,10 @@ def input_model(w: Mha, options: dict) -> InputModel:
                           "%ctaid.y": (0, w.heads // w.groups - 1), "%ctaid.z": (0, w.batch - 1)})
 
 
+def _values(allowed) -> str:
+    return ", ".join(map(str, allowed))
+
+
 class MhaWorkload:
     """MHA in the workload registry (:class:`engine.workloads.Workload`); build options: ``strategies``,
     ``bc``, ``projection``.
@@ -449,10 +453,15 @@ class MhaWorkload:
     name = "mha"
     title = f"MHA (source 'mha', seq_len {SEQ_LEN})"
     example = Mha(heads=32, batch=64, head_dim=64, groups=4)
-    flags = (Flag("--heads", "heads", int, required=True), Flag("--batch", "batch", int, required=True),
-             Flag("--head-dim", "head_dim", int, required=True), Flag("--groups", "groups", int, required=True),
+    flags = (Flag("--heads", "heads", int, required=True, help=f"one of {_values(HEADS)}"),
+             Flag("--batch", "batch", int, required=True,
+                  help=f"one of {_values(BATCHES)} (sets the grid only, not the per-thread program)"),
+             Flag("--head-dim", "head_dim", int, required=True, help=f"one of {_values(HEAD_DIMS)}"),
+             Flag("--groups", "groups", int, required=True,
+                  help=f"query heads per K/V head, one of {_values(GROUPS)}"),
              Flag("--strategies", "strategies", help=f"comma-separated: {', '.join(STRATEGIES)}"),
-             Flag("--bc", "bc", int, DEFAULT_BC, help="keys per K/V tile"),
+             Flag("--bc", "bc", int, DEFAULT_BC,
+                  help=f"keys per K/V tile, even and dividing {SEQ_LEN} (default {DEFAULT_BC})"),
              Flag("--projection", "projection", switch=True, help="the Q/K/V projection phase instead"))
 
     def from_dict(self, data: dict, where: str) -> Mha:

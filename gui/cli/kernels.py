@@ -7,6 +7,7 @@ figure that could not be had prints the reason instead of a number.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -19,11 +20,16 @@ from engine.arch import (
     load_arch,
 )
 from engine.errors import RegtuneError
+from engine.ilp import plan_ilp
 from engine.limits import CHECK_SECONDS
 from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
 from engine.predict import planned_and_run
+from gui.cli.compare_output import FORMATS
 
 _BUILD_ARCHS = ",".join(DEFAULT_BUILD_ARCHS)
+#: what the model rows of a compare table are
+MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along its executed path under the plan's "
+              "arch latency table (resources/arch); a model, not a measurement")
 
 
 def _archs(text: str) -> tuple[str, ...]:
@@ -39,6 +45,9 @@ def cmd_doctor(args) -> int:
     from kernels.toolchain import doctor
 
     rows, missing = doctor()
+    if args.json:
+        print(json.dumps({"found": dict(rows), "missing": missing, "ok": not missing}, indent=1))
+        return 1 if missing else 0
     for what, finding in rows:
         print(f"{what:12} {finding}")
     for line in missing:
@@ -82,44 +91,65 @@ def _no_simulate(args) -> str:
     return "not run (--no-simulate)" if args.no_simulate else ""
 
 
-def cmd_build(args) -> int:
-    from gui.cli.main import admit_plan
+#: the steps of one plan's measurement (kernels.pipeline.measure reports 3)
+MEASURE_STEPS = ("build (NVVM, ptxas, nvdisasm)", "simulator check", "GPU run")
+
+
+def output_stem(plan, path: str) -> str:
+    """The name a build's files carry: the plan's allocator and its file's name (a hand copy's included),
+    so two plans built into one folder keep their own files.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> output_stem(SimpleNamespace(allocator="hand"), "out/my copy #2.json")
+    'hand-my_copy_2'
+    >>> output_stem(SimpleNamespace(allocator="dsatur"), "dsatur.json")
+    'dsatur'
+    """
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(path).stem).strip("._") or "plan"
+    return plan.allocator if stem == plan.allocator else f"{plan.allocator}-{stem}"
+
+
+def _measured(progress, label: str, plan, archs, args, base: int = 0, **kw):
+    """``plan`` measured, its steps counted on ``progress``'s stage from ``base``."""
+    from gui.cli.progress import Steps
     from kernels.pipeline import measure
+
+    steps = Steps(progress, base, label, MEASURE_STEPS)
+    m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args), sim_timeout=args.sim_timeout,
+                progress=steps, **kw)
+    _warn(m)
+    return m
+
+
+def cmd_build(args) -> int:
+    from gui.cli.compare_output import comparison, render
+    from gui.cli.main import _setting, admit_plan
+    from gui.cli.progress import CommandProgress
 
     archs = _archs(args.arch)
     out = _out_dir(args.out_dir)
     plan = admit_plan(args.plan, args.time_limit).plan     # build accepts exactly what check accepts
-    m = measure(plan, archs, args.spills, _limits(args), _no_simulate(args), args.sim_timeout)
-    _warn(m)
+    stem = output_stem(plan, args.plan)
+    with CommandProgress("build") as progress:
+        m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills)
     report = m.to_dict()
-    stem = m.kernel.entry       # the kernel's short name, as in its PTX and SASS
-    write_text_atomic(out / f"{stem}.py", m.listings.source)
-    write_text_atomic(out / f"{stem}.ptx", m.listings.ptx)
-    for arch, text in m.listings.sass.items():
-        write_text_atomic(out / f"{stem}.{arch}.sass", text)
-    write_text_atomic(out / "report.json", json.dumps(report, indent=1) + "\n")
+    names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
+    for name, text in zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
+                                  json.dumps(report, indent=1) + "\n"]):
+        write_text_atomic(out / name, text)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(_table([(plan.allocator, m)], archs))
+    header = f"{plan.allocator}{_setting(plan.workload, plan.options)}, budget {plan.budget}"
+    print(render(comparison([(plan.allocator, m)], archs, [plan_ilp(plan)]), "table", header), end="")
+    print(MODEL_NOTE)
     for arch in archs:
         for sentence in m.sass[arch].explanation:
             print(f"  {arch}: {sentence}")
-    print(f"wrote {stem}.py, {stem}.ptx, {len(archs)} SASS listings (plan cap) and report.json to {out}")
+    print(f"wrote {', '.join(names)} to {out}")
     return 0
-
-
-def _table(columns: list, archs) -> str:
-    """``columns``: (name, Measurement) pairs, as a planned-vs-actual table."""
-    from kernels.report import Column, compare_rows
-
-    header = ["", *[name for name, _ in columns]]
-    cells = [Column(m.planned, m) for _, m in columns]
-    body = [[label, *[str(get(c)) for c in cells]] for label, _, get in compare_rows(archs)]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _allocators(text: str) -> list[str]:
@@ -133,23 +163,37 @@ def _allocators(text: str) -> list[str]:
 
 
 def cmd_compare(args) -> int:
-    from gui.cli.main import admit_plan, workload_program
-    from kernels.pipeline import measure
+    from gui.cli.compare_output import comparison, parse_metrics, render
+    from gui.cli.main import _budget_of, _setting, admit_plan, workload_program
+    from gui.cli.progress import CommandProgress
 
     archs = _archs(args.arch)
+    metrics = parse_metrics(args.metrics)
+    if metrics is not None:
+        comparison([], archs, []).only(metrics)    # an unknown metric is named before any work
+    fmt = "json" if args.json else args.format
     extra = [(Path(p).stem, admit_plan(p, args.time_limit).plan) for p in args.plan or []]
     program, workload, options = workload_program(args)
-    plans = [(n, planned_and_run(allocate(n, program, args.budget), workload=workload, options=options))
+    budget = _budget_of(args)
+    plans = [(n, planned_and_run(allocate(n, program, budget), workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
+    header = f"{_setting(workload, options)[2:-1] or program.name}, budget {budget}; {', '.join(archs)}"
     columns = []
-    for name, plan in plans:
-        m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args), sim_timeout=args.sim_timeout)
-        _warn(m)
-        columns.append((name, m))
-    if args.json:
-        print(json.dumps({name: m.to_dict() for name, m in columns}, indent=1))
-    else:
-        print(_table(columns, archs))
+    try:
+        with CommandProgress("compare") as progress:
+            stage = progress.stage("plans", len(MEASURE_STEPS) * len(plans))
+            for k, (name, plan) in enumerate(plans):
+                columns.append((name, _measured(stage, name, plan, archs, args, len(MEASURE_STEPS) * k)))
+    except KeyboardInterrupt:
+        if columns:                             # Ctrl+C keeps what is done: the plans measured so far
+            kept = f"{header} (interrupted: {len(columns)} of {len(plans)} plans measured)"
+            models = [plan_ilp(plan) for _, plan in plans[: len(columns)]]
+            print(render(comparison(columns, archs, models).only(metrics), fmt, kept), end="", flush=True)
+        raise
+    models = [plan_ilp(plan) for _, plan in plans]
+    print(render(comparison(columns, archs, models).only(metrics), fmt, header), end="")
+    if fmt == "table":
+        print(MODEL_NOTE)
     spilled = [f"{name} on {a}" for name, m in columns for a in archs
                if m.ptxas[a].spill_bytes or m.kernel.ptx_st_local]
     if args.fail_on_spill and spilled:
@@ -165,16 +209,25 @@ def cmd_budget_sweep(args) -> int:
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
+    from gui.cli.main import _setting
+    from gui.cli.progress import CommandProgress, Steps
+    from kernels.pipeline import sweep_caps
+
     try:
         check_register_cap(arch, args.start)
     except RegtuneError as e:
         raise RegtuneError(f"--from {args.start}: {e}") from None
     plan = admit_plan(args.plan, args.time_limit).plan
-    sweep = budget_sweep(plan, arch.name, args.start, args.stop, _limits(args))
+    total = len(sweep_caps(args.start, args.stop)) + 1
+    with CommandProgress("budget-sweep") as progress:
+        steps = Steps(progress.stage("NVVM compile", total), 0, f"{arch.name}",
+                      ("NVVM compile", *(["ptxas at each cap"] * (total - 1))))
+        sweep = budget_sweep(plan, arch.name, args.start, args.stop, _limits(args), steps)
     if args.json:
         print(json.dumps({"arch": sweep.arch, "plan": args.plan, **sweep.to_dict()}, indent=1))
         return 0
-    print(f"{args.plan} on {sweep.arch}, {sweep.threads_per_block} threads per block")
+    print(f"{args.plan}: {plan.allocator}{_setting(plan.workload, plan.options)}, budget {plan.budget}, "
+          f"on {sweep.arch}, {sweep.threads_per_block} threads per block")
     print(f"{'maxrregcount':>12} {'registers':>9} {'spill st B':>10} {'spill ld B':>10} {'stack B':>8} "
           f"{'warps':>5} {'occupancy':>9}")
     for r in sweep.rows:
@@ -214,17 +267,26 @@ def _limit_flags(p, simulator: bool = True) -> None:
                        help=f"seconds a simulator run may take (default {SIMULATOR_TIMEOUT_S})")
 
 
+def _metrics() -> list[str]:
+    """The metrics the help names (without importing the kernels package; the rows themselves decide)."""
+    from gui.cli.compare_output import METRIC_OF
+
+    return list(dict.fromkeys(METRIC_OF.values()))
+
+
 def add_kernel_commands(sub, workload_flags) -> None:
     """Register the kernel commands on the ``regtune`` parser's subcommands."""
     from gui.cli.main import budget
 
     p = sub.add_parser("doctor", help="NVVM, ptxas, nvdisasm and CUDA device: paths and versions")
+    p.add_argument("--json", action="store_true", help="print what was found and what is missing as JSON")
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("build", help="build a plan's kernel, measure it with ptxas/nvdisasm, check it")
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--arch", default=_BUILD_ARCHS, help=f"comma-separated architectures (default {_BUILD_ARCHS})")
-    p.add_argument("--out-dir", required=True, help="folder for the kernel .py, .ptx, SASS and report.json")
+    p.add_argument("--out-dir", required=True,
+                   help="folder for ALLOCATOR-PLANFILE.py, .ptx, .ARCH.sass and .report.json (named after the plan)")
     p.add_argument("--spills", default="plan", choices=["plan", "compiler"],
                    help="keep the plan's spill code in the kernel (plan) or leave spilling to ptxas (compiler)")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator check")
@@ -235,20 +297,25 @@ def add_kernel_commands(sub, workload_flags) -> None:
     p = sub.add_parser("compare", help="plans side by side: planned against ptxas, SASS, simulator and GPU")
     workload_flags(p)
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="register budget, 1..255 (default 255)")
-    p.add_argument("--allocators", default="all", help="'all' or comma-separated allocator names")
+    p.add_argument("--allocators", default="all",
+                   help=f"'all' or comma-separated, from: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--plan", action="append", help="a plan file to add as a column (repeatable)")
     p.add_argument("--arch", default=_BUILD_ARCHS, help=f"comma-separated architectures (default {_BUILD_ARCHS})")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator checks")
     p.add_argument("--fail-on-spill", action="store_true", help="exit 1 when any kernel spills (CI)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--metrics", help="comma-separated rows to show (default all), from: " + ", ".join(_metrics()))
+    p.add_argument("--format", default="table", choices=FORMATS,
+                   help="table (fits 100 columns; * marks the best value of a row), csv, json or markdown")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
     _limit_flags(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("budget-sweep", help="ptxas registers, spills and occupancy against -maxrregcount")
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
-    p.add_argument("--from", dest="start", type=budget, default=32)
-    p.add_argument("--to", dest="stop", type=budget, default=MAX_REGISTERS)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--from", dest="start", type=budget, default=32, help="first cap, 1..255 (default 32)")
+    p.add_argument("--to", dest="stop", type=budget, default=MAX_REGISTERS,
+                   help=f"last cap, 1..255 (default {MAX_REGISTERS}); caps go in steps of 8")
+    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     _limit_flags(p, simulator=False)
     p.set_defaults(func=cmd_budget_sweep)

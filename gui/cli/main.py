@@ -25,11 +25,13 @@ from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occu
 from engine.checker import check_allocation
 from engine.errors import RegtuneError, VerificationError
 from engine.fields import digits, excerpt
+from engine.ilp import IlpFigures, plan_ilp, program_ilp
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
 from engine.liveness import analyze
 from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
 from engine.predict import planned_and_run
+from engine.report import ILP_SAMPLE
 from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
@@ -95,18 +97,47 @@ def _built_from_flags() -> list:
 
 
 def workload_program(args) -> tuple[Program, dict, dict]:
-    """Program, workload and options from a file path or a workload's name (gemm, mha, ...) plus its flags."""
+    """Program, workload and options from a file path or a workload's name (gemm, mha, ...) plus its flags.
+
+    Flags that leave the per-thread program as it is (another workload's
+    flags, a config field the program does not depend on, a strategy that
+    does nothing to it, ``--budget`` where only ``--tile fit`` reads it) are
+    named in one line on stderr (:func:`gui.cli.effects.no_effect_line`).
+    """
+    from gui.cli.effects import no_effect_line
+
+    given = set(getattr(args, "given", ()))
     w = WORKLOADS.get(args.source)
     if w is None or not w.flags:
         program, config = read(args.source)
+        _note(no_effect_line(args, given, None, None, {}))
         return program, workload_named("program").to_dict(config), {}
-    values = vars(args)
+    values = {**{f.dest: f.default for f in w.flags}, **vars(args)}
     missing = [f.name for f in w.flags if f.required and values.get(f.dest) is None]
     if missing:
         raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
     config, options = w.from_flags(values)
-    program, built = w.build(config, {**options, "budget": args.budget})
+    options = {**options, "budget": _budget_of(args)}
+    program, built = w.build(config, options)
+    _note(no_effect_line(args, given, w, config, options, program))
     return program, w.to_dict(config), built
+
+
+def _budget_of(args) -> int:
+    return MAX_REGISTERS if getattr(args, "budget", None) is None else args.budget
+
+
+def _note(line: str) -> None:
+    if line:
+        print(f"regtune: note: {line}", file=sys.stderr, flush=True)
+
+
+class _Given(argparse.Action):
+    """Stores a workload flag's value and remembers that the user gave it (``args.given``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        namespace.given = [*getattr(namespace, "given", []), self.dest]
 
 
 def _workload_flags(p) -> None:
@@ -116,13 +147,23 @@ def _workload_flags(p) -> None:
         g = p.add_argument_group(w.title)
         for f in w.flags:
             if f.switch:
-                g.add_argument(f.name, dest=f.dest, action="store_true", help=f.help)
+                g.add_argument(f.name, dest=f.dest, action=_Given, nargs=0, default=bool(f.default), help=f.help)
             else:
-                g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
+                g.add_argument(f.name, dest=f.dest, action=_Given, type=f.type, default=f.default, help=f.help)
 
 
-def analysis_summary(program: Program) -> dict:
-    """The figures ``regtune analyze`` prints, as a JSON-ready dict."""
+def ilp_summary(f: IlpFigures) -> dict:
+    """ILP figures (a model) as a JSON-ready dict, labelled as a model."""
+    return {"model": "engine/ilp.py: dependence graph along the executed path, latency table of " + f.arch,
+            "arch": f.arch, "path": f.path, "instructions": f.instructions, "critical_path_cycles": f.critical_path,
+            "ilp": round(f.ilp, 4), "issue_cycles_per_warp": f.cycles,
+            "reference": {"instructions": f.reference_instructions, "critical_path_cycles": f.reference_critical_path,
+                          "ilp": round(f.reference_ilp, 4), "issue_cycles_per_warp": f.reference_cycles},
+            "false_dependences": f.false_edges, "false_dependences_on_critical_path": f.critical_false}
+
+
+def analysis_summary(program: Program, arch: str = DEFAULT_ARCH) -> dict:
+    """The figures ``regtune analyze`` prints, as a JSON-ready dict (ILP: a model on ``arch``'s latencies)."""
     a = analyze(program)
     g = a.interference
     gpr = [n for n, w in zip(a.names, a.widths) if w > 0]
@@ -139,27 +180,49 @@ def analysis_summary(program: Program) -> dict:
         "interference": {"nodes": len(gpr), "edges": g.n_edges},
         "undefined_on_entry": list(a.undefined),
         "pressure": a.pressure.tolist(),
+        "ilp_model": ilp_summary(program_ilp(program, arch)),
     }
 
 
+def _setting(workload: dict, options: dict) -> str:
+    """`` (gemm 8x8x8, tile 4x4, schedule k-outer)`` after a name; nothing for a program file (its kernel
+    name is all there is to say)."""
+    from engine.workloads import setting_label
+
+    return f" ({setting_label(workload, options)})" if workload and workload.get("kind") != "program" else ""
+
+
 def cmd_analyze(args) -> int:
-    s = analysis_summary(workload_program(args)[0])
+    program, workload, options = workload_program(args)
+    s = analysis_summary(program, options.get("arch", DEFAULT_ARCH))
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
-    print(f"{s['kernel']}: {s['instructions']} instructions in {s['blocks']} blocks, "
+    print(f"{s['kernel']}{_setting(workload, options)}: {s['instructions']} instructions in {s['blocks']} blocks, "
           f"{s['values']} values (+{s['predicates']} predicates)")
     print(f"MAXLIVE {s['maxlive']} registers at instruction {s['peak_instruction']}: {s['peak_text']}")
     print(f"interference graph: {s['interference']['nodes']} nodes, {s['interference']['edges']} edges")
     if s["undefined_on_entry"]:
         print("read before any definition on some path: " + ", ".join("%" + n for n in s["undefined_on_entry"]))
+    m = s["ilp_model"]
+    print(f"ILP (model, {m['arch']} latencies, unlimited registers): {m['ilp']:.3f} = {m['instructions']} instructions "
+          f"/ {m['critical_path_cycles']} cycles of critical path; {m['issue_cycles_per_warp']} cycles/warp (model, "
+          "in-order issue)")
     return 0
 
 
 def _plan_line(plan) -> str:
+    """A plan in one line: allocator, workload, tile and schedule, registers, MAXLIVE (the program's, before
+    spill code) and, when spill code changes it, the peak pressure with spill code."""
     p = plan.predicted
-    return (f"{plan.allocator}: {p['registers']} registers of {plan.budget}, MAXLIVE {p['maxlive']}, "
-            f"{p['spilled_values']} spilled values ({p['spill_stores']} stores, {p['spill_loads']} loads)")
+    peak = p.get("peak_with_spill_code", p["maxlive"])
+    with_spills = f" (peak with spill code {peak})" if peak != p["maxlive"] else ""
+    f = plan_ilp(plan)
+    return (f"{plan.allocator}{_setting(plan.workload, plan.options)}: {p['registers']} registers of {plan.budget}, "
+            f"MAXLIVE {p['maxlive']}{with_spills}, {p['spilled_values']} spilled values "
+            f"({p['spill_stores']} stores, {p['spill_loads']} loads), "
+            f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
+            f"{f.cycles} cycles/warp (model)")
 
 
 def cmd_allocate(args) -> int:
@@ -167,7 +230,7 @@ def cmd_allocate(args) -> int:
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
     runs = ReferenceRuns()      # the figures' reference runs, shared with the check
-    allocation = allocate(args.allocator, program, args.budget)
+    allocation = allocate(args.allocator, program, _budget_of(args))
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
     verified = ", " + prove(plan, f"allocate --allocator {args.allocator}")
@@ -254,11 +317,30 @@ def _same_as_workload(plan, path: str, check_seconds: float) -> str | None:
         raise VerificationError(f"{path}: {exc}") from None
 
 
+def check_report(path: str, admitted: Admitted) -> dict:
+    """What ``check`` found, JSON-ready: the plan, how its program matches its workload, the symbolic
+    proof, and what the execution check covered."""
+    plan, check = admitted.plan, admitted.check
+    return {"plan": path, "valid": True, "allocator": plan.allocator, "kernel": plan.program.name,
+            "workload": plan.workload, "options": plan.options, "registers": registers_used(plan.assignment),
+            "budget": plan.budget, "spilled_values": len(plan.spills), "workload_match": admitted.workload,
+            "proof": "symbolic checker: every path, every input",
+            "execution_check": {"inputs": list(check.seeds), "stores_compared": check.stores,
+                                "instructions": check.instructions, "executed": check.executed,
+                                "first_never_run": check.first_missed, "verified": check.verified,
+                                "summary": execution_summary(check, plan.program)},
+            "kernel_module": "can be generated"}
+
+
 def cmd_check(args) -> int:
     admitted = admit_plan(args.plan, args.time_limit)
     plan, check, same = admitted.plan, admitted.check, admitted.workload
+    if args.json:
+        print(json.dumps(check_report(args.plan, admitted), indent=1))
+        return 0
     used = registers_used(plan.assignment)
-    print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}: {used} registers of "
+    print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}{_setting(plan.workload, plan.options)}: "
+          f"{used} registers of "
           f"{plan.budget}, {len(plan.spills)} spilled values; {same + '; ' if same else ''}proved by the symbolic "
           f"checker (every path, every input); second opinion: {execution_summary(check, plan.program)}; its "
           "kernel module can be generated")
@@ -301,12 +383,14 @@ def cmd_occupancy(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from engine.jobs import PrintProgress
     from engine.plan import write_text_atomic
     from engine.report import claims_report
+    from gui.cli.progress import CommandProgress
 
     check_writable(args.out, "--out")
-    text = claims_report(args.sample, args.workers, PrintProgress("GEMM configs"))
+    with CommandProgress("report claims") as progress:
+        text = claims_report(args.sample, args.workers, progress.stage("GEMM configs, four allocators each", 0),
+                             args.ilp_sample, progress.stage("ILP model over GEMM configs", 0))
     write_text_atomic(args.out, text)
     print(text)
     print(f"(written to {args.out})")
@@ -321,15 +405,17 @@ def build_parser() -> argparse.ArgumentParser:
                        + "; ".join(f"{name}: {count:,}" for name, count in spaces.items()) + ")")
     p.add_argument("space", choices=list(spaces))
     p.add_argument("--count", action="store_true", help="print only the number of configs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the configs as a JSON list")
     p.set_defaults(func=cmd_configs)
     p = sub.add_parser("program", help="print the per-thread program of a workload")
     _workload_flags(p)
-    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under (1..255)")
+    p.add_argument("--budget", type=budget, default=None,
+                   help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.set_defaults(func=cmd_program)
     p = sub.add_parser("analyze", help="liveness, MAXLIVE and interference of a program")
     _workload_flags(p)
-    p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="budget the default tile keeps 25%% headroom under (1..255)")
+    p.add_argument("--budget", type=budget, default=None,
+                   help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_analyze)
     p = sub.add_parser("allocate", help="run an allocator and write a plan file")
@@ -343,20 +429,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("occupancy", help="active warps per SM for a register count")
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
     p.add_argument("--regs", type=budget, required=True, help="registers per thread, 1..255")
-    p.add_argument("--threads", type=int, required=True, help="threads per block")
-    p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--threads", type=int, required=True, help="threads per block, e.g. 256")
+    p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes (default 0)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_occupancy)
-    p = sub.add_parser("report", help="reports; 'claims': the source note's claims re-measured")
-    p.add_argument("which", choices=["claims"])
+    claims = ("'claims': the published claims of the design note this tool started from (a write-up of register "
+              "allocation for batched small GEMMs and attention; its config spaces are RegTune's), re-measured by "
+              "RegTune's engine")
+    p = sub.add_parser("report", help=claims, description=claims)
+    p.add_argument("which", choices=["claims"],
+                   help="claims: each figure the design note RegTune started from publishes (register file, naive "
+                        "against the best allocator over the GEMM space, MHA strategies, accumulators), beside "
+                        "RegTune's own")
     p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
+    p.add_argument("--ilp-sample", type=positive, default=ILP_SAMPLE,
+                   help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("check", help="check a plan file statically and by execution")
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
                    help=f"seconds the execution check may run (default {CHECK_SECONDS:g})")
+    p.add_argument("--json", action="store_true", help="print what the checks found and covered as JSON")
     p.set_defaults(func=cmd_check)
     add_kernel_commands(sub, _workload_flags)
     p = sub.add_parser("gui", help="open the window (also: regtune with no arguments)")
@@ -365,13 +460,59 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("screenshot", help="render the window offscreen to a PNG")
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
+    _screenshot_mha_flags(p)
     p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
-    p.add_argument("--plan-name", dest="current", help="which plan to show (default: the first)")
-    p.add_argument("--select", help="a value to select")
+    p.add_argument("--plan-name", dest="current", metavar="NAME",
+                   help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
+                        "(default: the first)")
+    p.add_argument("--select", metavar="VALUE", help="a value to select, as the IR spells it (%%acc_1_2) or bare")
+    p.add_argument("--register", metavar="REG", help="a register (R5 or 5) whose values the graph view marks")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))
+    _examples_and_versions(parser, sub)
     return parser
+
+
+#: an example per command, shown under its --help
+EXAMPLES = {
+    "configs": ["regtune configs gemm --count", "regtune configs mha --json"],
+    "program": ["regtune program gemm --m 8 --n 8 --k 8 --schedule k-outer",
+                "regtune program gemm --m 16 --n 16 --k 16 --tile fit --budget 64"],
+    "analyze": ["regtune analyze mha --heads 32 --batch 64 --head-dim 64 --groups 4 --strategies fp16-softmax",
+                "regtune analyze resources/examples/gemm_m1n1k2_loop.txt --json"],
+    "allocate": ["regtune allocate gemm --m 8 --n 8 --k 8 --allocator dsatur --out plan.json",
+                 "regtune allocate resources/examples/gemm_m1n1k2_loop.txt --allocator naive --budget 6 --out p.json"],
+    "occupancy": ["regtune occupancy --arch sm_80 --regs 130 --threads 256"],
+    "report": ["regtune report claims --sample 8 --out claims-report.md"],
+    "check": ["regtune check plan.json", "regtune check plan.json --json"],
+    "doctor": ["regtune doctor", "regtune doctor --json"],
+    "build": ["regtune build plan.json --arch sm_80,sm_90 --out-dir out/"],
+    "compare": ["regtune compare gemm --m 8 --n 8 --k 8",
+                "regtune compare gemm --m 4 --n 4 --k 4 --metrics registers,spills --format csv"],
+    "budget-sweep": ["regtune budget-sweep plan.json --arch sm_80 --from 32 --to 255"],
+}
+
+
+def version() -> str:
+    """The installed regtune's version (from the package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return f"regtune {installed('regtune')}"
+    except PackageNotFoundError:
+        return "regtune (not installed: no version recorded)"
+
+
+def _examples_and_versions(parser, sub) -> None:
+    """``--version`` on the command and every subcommand; an example under each subcommand's help."""
+    parser.add_argument("--version", action="version", version=version())
+    for name, p in sub.choices.items():
+        p.add_argument("--version", action="version", version=version())
+        if name in EXAMPLES:
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+            p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
 
 
 def _window(command: str):
@@ -382,6 +523,17 @@ def _window(command: str):
         return window[command](args)
     handler.window = True
     return handler
+
+
+def _screenshot_mha_flags(p) -> None:
+    """``screenshot --mha`` and the MHA flags of the commands that build a program (the window shows no
+    projection phase, so ``--projection`` is not among them)."""
+    mha = workload_named("mha")
+    g = p.add_argument_group(f"{mha.title}, with --mha")
+    g.add_argument("--mha", action="store_true", help="show an MHA config instead (needs the flags below)")
+    for f in mha.flags:
+        if not f.switch:
+            g.add_argument(f.name, dest=f.dest, type=f.type, default=f.default, help=f.help)
 
 
 def main(argv=None, window=None) -> int:

@@ -143,6 +143,8 @@ class Document:
     def __init__(self, session: Session | None = None, autosave: bool = True):
         self.session = session or Session()
         self.autosave_enabled = autosave
+        #: where this document autosaves (its window's :class:`gui.model.session.AutosaveSlot`; None: slot 0)
+        self.autosave_file = None
         self.selection: str | None = None
         self.instruction: int | None = None
         self.rejection: str | None = None
@@ -225,7 +227,7 @@ class Document:
         """
         name = name or self.session.current
         before = self.session.plans[name]
-        result = apply_edit(before, edit)
+        result = apply_edit(before, edit, self.analysis(before))   # the views' analysis: kept by edits that keep the program
         if result.rejected:
             return HandEdit(edit, name, before, None, rejected=result.rejected)
         if name not in ALLOCATOR_ORDER:
@@ -311,6 +313,6 @@ class Document:
         if not self.autosave_enabled:
             return
         try:
-            save_session(self.session)
+            save_session(self.session, self.autosave_file)
         except OSError as e:
             notify(f"autosave failed: {e}")

@@ -34,6 +34,12 @@ from engine.workloads import build_workload as _build
 if TYPE_CHECKING:
     from kernels.measurement import Measurement
 
+try:
+    import fcntl
+except ImportError:         # Windows: msvcrt's byte-range lock, also dropped when the process ends
+    fcntl = None
+    import msvcrt
+
 ALLOCATOR_ORDER = ("naive", "linear-scan", "chaitin-briggs", "dsatur")
 SESSION_FORMAT = "regtune-session"
 #: the first registered workload's example (GEMM 8x8x8)
@@ -159,15 +165,75 @@ class Session:
         return cls(workload, session_options(data["options"], source), plans, current, list(edits))
 
 
-def autosave_path() -> Path:
-    """Where the session is autosaved ($REGTUNE_SESSION_DIR, else the user's data folder)."""
-    root = os.environ.get("REGTUNE_SESSION_DIR")
+def autosave_path(slot: int = 0, folder: Path | None = None) -> Path:
+    """Where autosave slot ``slot`` is written (in ``folder``, else $REGTUNE_SESSION_DIR, else the user's data
+    folder): one slot per open window (:class:`AutosaveSlot`), the first ``autosave.json``, then
+    ``autosave-1.json``, ..."""
+    root = folder or os.environ.get("REGTUNE_SESSION_DIR")
     if root:
         base = Path(root)
     else:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "regtune"
     base.mkdir(parents=True, exist_ok=True)
-    return base / "autosave.json"
+    return base / ("autosave.json" if slot == 0 else f"autosave-{slot}.json")
+
+
+def _try_lock(fd: int) -> bool:
+    """Lock the open file ``fd`` for this process without waiting (the system drops it when the process ends,
+    a crash included); False when another open window holds it."""
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except OSError:
+        return False
+    return True
+
+
+class AutosaveSlot:
+    """The autosave file of one open window, held through a lock on ``<file>.lock`` for as long as the window
+    lives: a second window takes the next free slot, and a slot whose lock is free but whose file exists is a
+    session that did not close cleanly (its window crashed), offered for restoring.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> first, second = AutosaveSlot.claim(folder), AutosaveSlot.claim(folder)
+    >>> first.path.name, second.path.name
+    ('autosave.json', 'autosave-1.json')
+    >>> first.release(); AutosaveSlot.claim(folder).path.name
+    'autosave.json'
+    """
+
+    def __init__(self, slot: int, path: Path, fd: int):
+        self.slot, self.path, self._fd = slot, path, fd
+
+    @classmethod
+    def claim(cls, folder: Path | None = None, limit: int = 64) -> AutosaveSlot:
+        """The first slot no open window holds, locked for this one (``folder``: see :func:`autosave_path`)."""
+        for slot in range(limit):
+            path = autosave_path(slot, folder)
+            fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            if _try_lock(fd):
+                return cls(slot, path, fd)
+            os.close(fd)
+        raise RegtuneError(f"{autosave_path(0, folder).parent}: {limit} RegTune windows hold an autosave already")
+
+    @property
+    def orphaned(self) -> bool:
+        """A session is saved in this slot: one that did not close cleanly (no live window holds it)."""
+        return self.path.exists()
+
+    def release(self) -> None:
+        """Let another window take this slot (the file stays: clear it first on a clean close)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        self.release()
 
 
 def save_session(session: Session, path: Path | None = None) -> Path:

@@ -263,5 +263,34 @@ def sass_timeline(sass) -> TimelineData:
                         sass.pressure, describe=describe)
 
 
+#: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
+CRITICAL_LABEL = "critical path (model)"
+
+
+def critical_path_points(plan: Plan, critical) -> tuple[np.ndarray, np.ndarray]:
+    """Where the critical-path overlay passes: x (instruction + 0.5) and register row of each instruction of
+    ``critical`` (linear indices of ``plan.program``, from :class:`engine.ilp.IlpFigures`): the first register
+    it writes, else the first it reads; an instruction that touches no register is left out.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n"
+    ...           "  exit\\n")
+    >>> x, rows = critical_path_points(Plan(p, {"x": (3,), "y": (1,)}, {}, 4, "hand"), (0, 1, 2, 3))
+    >>> x.tolist(), rows.tolist()
+    ([0.5, 1.5, 2.5], [3, 1, 1])
+    """
+    instructions, get = plan.program.instructions, plan.assignment.get
+    xs, rows = [], []
+    for i in critical:
+        ins = instructions[i]
+        regs = [r for d in ins.defs for r in get(d.name, ())] or [r for n in ins.uses for r in get(n, ())]
+        if regs:
+            xs.append(i + 0.5)
+            rows.append(regs[0])
+    return np.asarray(xs, dtype=float), np.asarray(rows, dtype=np.int64)
+
+
 def _short(items: list[int]) -> str:
     return ", ".join(map(str, items[:8])) + (f" ... ({len(items)} in all)" if len(items) > 8 else "") or "-"

@@ -80,12 +80,15 @@ class WhyReport:
     maxlive: int
     registers: int
     rows: tuple[WhyRow, ...]
+    #: the plan's program carries spill code, so its largest pressure is not the program's MAXLIVE
+    spill_code: bool = False
 
     @cached_property
     def caption(self) -> str:
         where = "the peak" if self.index == self.peak else "the selected instruction"
+        largest = "peak with spill code" if self.spill_code else "MAXLIVE"
         return (f"instruction {self.index} ({where}): {self.instruction}\npressure {self.pressure} "
-                f"(MAXLIVE {self.maxlive} at {self.peak}); {len(self.rows)} values live, "
+                f"({largest} {self.maxlive} at {self.peak}); {len(self.rows)} values live, "
                 f"{self.registers} registers in the plan")
 
 
@@ -107,7 +110,7 @@ def why_this_many(plan: Plan, analysis, index: int | None = None, occurrences: O
     occ = occurrences or Occurrences(analysis)
     rows = tuple(_row(plan, analysis, occ, name, index) for name in analysis.live_at(index))
     return WhyReport(index, peak, str(plan.program.instructions[index]), int(analysis.pressure[index]),
-                     analysis.maxlive, registers_used(plan.assignment), rows)
+                     analysis.maxlive, registers_used(plan.assignment), rows, bool(plan.spills))
 
 
 def _row(plan: Plan, analysis, occ: Occurrences, name: str, index: int) -> WhyRow:

@@ -1,7 +1,8 @@
 """Starting the window: ``regtune``, ``regtune gui [PLAN]`` and ``regtune screenshot``.
 
-Invariant: this is the only entry point that creates a QApplication; the
-headless commands of gui/cli/ import it only when asked for the window.
+Invariant: this is the only entry point that creates a QApplication, and it installs the Qt message filter
+(:func:`install_message_filter`) first; the headless commands of gui/cli/ import it only when asked for the
+window.
 """
 
 from __future__ import annotations
@@ -14,9 +15,41 @@ from gui.qt.display import check_display
 VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
 
 
+#: Qt messages that say nothing to a user: the offscreen platform's, printed on every offscreen run
+NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def drop_noise(previous=None):
+    """A Qt message handler that drops the messages of :data:`NOISE` and hands every other to ``previous``
+    (a handler installed before, such as pytest-qt's) or, without one, prints it on stderr as Qt does."""
+    def handle(kind, context, message: str) -> None:
+        if message in NOISE:
+            return
+        if previous is not None:
+            previous(kind, context, message)
+        else:
+            print(message, file=sys.stderr)
+    return handle
+
+
+def install_message_filter() -> None:
+    """Install :func:`drop_noise` once per process, before the QApplication is made."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    global _filter_installed
+    if not _filter_installed:
+        previous = qInstallMessageHandler(None)       # None: Qt's own; returns what was installed
+        qInstallMessageHandler(drop_noise(previous))
+        _filter_installed = True
+
+
+_filter_installed = False
+
+
 def application():
     from PySide6.QtWidgets import QApplication
 
+    install_message_filter()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("RegTune")
     return app
@@ -34,9 +67,39 @@ def run_gui(plan_path: str | None = None) -> int:
     return app.exec()
 
 
+def _choose(window, current: str | None, select: str | None) -> None:
+    """Make plan ``current`` current and select value ``select`` (``%name`` or ``name``); an unknown one is a
+    one-line error naming it (and, for a plan, the plans there are), raised before anything changes."""
+    plans = window.doc.session.plans
+    if current is not None and current not in plans:
+        raise RegtuneError(f"--plan-name {current!r}: no such plan (the plans: {', '.join(plans)})")
+    shown = current or window.doc.session.current
+    name = select[1:] if select and select.startswith("%") else select
+    if select is not None and name not in window.doc.analysis(plans[shown]).index:
+        raise RegtuneError(f"--select {select}: the {shown} plan's program has no value %{name}")
+    if current is not None:
+        window.doc.set_current(current)
+    if select is not None:
+        window.doc.select(name)
+
+
+def _mark_register(window, current: str | None, text: str | None) -> None:
+    """Mark the values register ``text`` (``R5`` or ``5``) holds in the graph view; a register plan ``current``
+    (the current one by default) does not use is a one-line error."""
+    if text is None or (current is not None and current not in window.doc.session.plans):
+        return                                          # an unknown plan: _choose names it
+    name = current or window.doc.session.current
+    used = sorted({r for regs in window.doc.session.plans[name].assignment.values() for r in regs})
+    number = text[1:] if text[:1] in ("R", "r") else text
+    if not number.isdigit() or int(number) not in used:
+        uses = f"it uses R{used[0]}..R{used[-1]}" if used else "it uses none"
+        raise RegtuneError(f"--register {text}: the {name} plan puts no value in such a register ({uses})")
+    window.graph.register = int(number)
+
+
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
                workload: dict | None = None, options: dict | None = None, build: bool = False,
-               current: str | None = None, select: str | None = None) -> str:
+               current: str | None = None, select: str | None = None, register: str | None = None) -> str:
     """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).
     ``build`` runs Build & measure first (the SASS and compare views need it)."""
     if view not in (*VIEW_TABS, "all"):
@@ -60,10 +123,12 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     from gui.qt.qt_main_window import _doctor_job
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))
-    if current:
-        window.doc.set_current(current)
-    if select:
-        window.doc.select(select)
+    try:
+        _mark_register(window, current, register)      # checks first: nothing has changed when one fails
+        _choose(window, current, select)
+    except RegtuneError:
+        window.dispose()
+        raise
     if build:
         window.build_and_measure()
         try:

@@ -12,8 +12,18 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPlainTextEdit, QSplitter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.arch import DEFAULT_BUILD_ARCHS
 from gui.qt.qt_timeline import QtTimeline
@@ -23,25 +33,57 @@ from kernels.report import Column, compare_rows
 ARCHS = DEFAULT_BUILD_ARCHS
 
 
+MODEL_NOTE = ("The (model) rows come from engine/ilp.py's dependence-graph model on the plan's arch latencies: "
+              "a model, not a measurement.")
+NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
+
+
+def built_caption(names: list, measurements: dict) -> str:
+    """What the compare table's measured rows hold: nothing built yet, some plans or all of them.
+
+    Examples
+    --------
+    >>> built_caption(["naive", "dsatur"], {"dsatur": object()})
+    'Measured: dsatur (1 of 2 plans; Build & measure (Ctrl+B) measures the rest); \u2605 marks the best value in each row.'
+    >>> built_caption(["naive"], {"naive": object()})
+    'Measured: all 1 plan (built by Build & measure); \u2605 marks the best value in each row.'
+    """
+    built = [n for n in names if n in measurements]
+    best = "; \u2605 marks the best value in each row."
+    if not built:
+        return NOT_BUILT
+    if len(built) == len(names):
+        return f"Measured: all {len(names)} plan{'s' * (len(names) != 1)} (built by Build & measure){best}"
+    return (f"Measured: {', '.join(built)} ({len(built)} of {len(names)} plans; Build & measure (Ctrl+B) measures "
+            f"the rest){best}")
+
+
 class QtComparePanel(QWidget):
     """Plans side by side: planned against actual; the best value in each row is marked with a star."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.table = QTableWidget()
-        self.caption = QLabel("Build & measure (Ctrl+B) fills the measured rows.")
+        self.caption = QLabel(NOT_BUILT)
         self.caption.setWordWrap(True)
+        self.model_note = QLabel(MODEL_NOTE)
+        self.model_note.setWordWrap(True)
+        self.table.setWordWrap(True)       # long cells wrap: every plan's column fits the tab's width
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.model_note)
         self.cells: dict = {}
 
-    def show_plans(self, planned: dict, measurements: dict) -> None:
+    def show_plans(self, planned: dict, measurements: dict, models: dict | None = None) -> None:
         """``planned``: name -> kernels.measurement.Planned; ``measurements``: name -> Measurement (missing: not
-        built yet)."""
-        rows = compare_rows(ARCHS)
+        built yet); ``models``: name -> engine.ilp.IlpFigures, or why there are none (the two model rows)."""
         names = list(planned)
+        columns = [Column(planned[name], measurements.get(name)) for name in names]
+        rows = [(label, better, [get(c) for c in columns]) for label, better, get in compare_rows(ARCHS)]
+        rows += model_rows([(models or {}).get(name, "not computed") for name in names])
         self.table.clear()
         self.table.setRowCount(len(rows))
         self.table.setColumnCount(len(names))
@@ -50,9 +92,7 @@ class QtComparePanel(QWidget):
         self.cells = {}
         bold = QFont()
         bold.setBold(True)
-        columns = [Column(planned[name], measurements.get(name)) for name in names]
-        for i, (label, better, get) in enumerate(rows):
-            values = [get(c) for c in columns]
+        for i, (label, better, values) in enumerate(rows):
             numeric = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
             best = (min(numeric) if better == "min" else max(numeric)) if numeric and better else None
             for j, v in enumerate(values):
@@ -64,10 +104,20 @@ class QtComparePanel(QWidget):
                     item.setBackground(QColor(89, 161, 79, 60))
                 self.table.setItem(i, j, item)
                 self.cells[(label, names[j])] = item.text()
-        self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
+        self.caption.setText(built_caption(names, measurements))
 
     def cell(self, row_label: str, plan: str) -> str:
         return self.cells.get((row_label, plan), "")
+
+
+def model_rows(figures: list) -> list[tuple[str, str, list]]:
+    """The compare table's two model rows (engine/ilp.py) over one entry per plan: its IlpFigures, or a
+    string saying why there are none."""
+    def cell(f, get):
+        return f if isinstance(f, str) else get(f)
+    return [("ILP (model)", "max", [cell(f, lambda f: round(f.ilp, 3)) for f in figures]),
+            ("cycles/warp (model)", "min", [cell(f, lambda f: f.cycles) for f in figures])]
 
 
 class QtSassView(QWidget):

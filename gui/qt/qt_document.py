@@ -58,3 +58,11 @@ class QtDocument(QObject):
     @autosave_enabled.setter
     def autosave_enabled(self, value: bool) -> None:
         self.model.autosave_enabled = value
+
+    @property
+    def autosave_file(self):
+        return self.model.autosave_file
+
+    @autosave_file.setter
+    def autosave_file(self, path) -> None:
+        self.model.autosave_file = path

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
+from engine.ilp import IlpFigures, plan_ilp
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
 from engine.workloads import workload_named
 from gui.model import notifications
@@ -40,7 +41,8 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, Session, allocate_all, autosave_path, clear_autosave
+from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, clear_autosave
+from gui.model.timeline import critical_path_points
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 
@@ -100,15 +102,17 @@ class QtMainWindow(QMainWindow):
         self._redraw_pending = False
         self._graph_stale = self._compare_stale = True
         self._planned_cache: dict = {}
+        self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
         self._build_widgets()
         self._build_actions()
         self._connect()
         notifications.subscribe(self._notified)
-        self.doc.autosave_enabled = autosave
-        if restore is None and autosave and autosave_path().exists():
+        self.autosave_slot = self._claim_autosave(autosave)
+        orphaned = self.autosave_slot is not None and self.autosave_slot.orphaned
+        if restore is None and orphaned:
             restore = QMessageBox.question(self, "RegTune", "RegTune did not close cleanly. Restore the last "
                                            "session, with every edit?") == QMessageBox.StandardButton.Yes
-        if restore and autosave_path().exists():
+        if restore and orphaned:
             self.restore_autosave()
         elif not self.doc.session.plans and start_jobs:
             self.request_workload(self.doc.session.workload, self.doc.session.options)
@@ -117,6 +121,15 @@ class QtMainWindow(QMainWindow):
         if start_jobs:
             self.jobs.start("doctor", _doctor_job, on_done=self.toolchain_label.setText,
                             on_error=lambda m, d: self.toolchain_label.setText(f"toolchain: {m}"))
+
+    def _claim_autosave(self, autosave: bool) -> AutosaveSlot | None:
+        """This window's own autosave slot (a second window takes another; a crashed window's is free)."""
+        if not autosave:
+            return None
+        slot = AutosaveSlot.claim()
+        self.doc.autosave_file = slot.path
+        self.doc.autosave_enabled = True
+        return slot
 
     # -- construction ----------------------------------------------------------------------
     def _build_widgets(self) -> None:
@@ -207,6 +220,12 @@ class QtMainWindow(QMainWindow):
         self.build_action = self._action(kernel_menu, "Build && measure", self.build_and_measure, "Ctrl+B")
         self._action(kernel_menu, "Budget sweep of the current plan", self.budget_sweep, "Ctrl+Shift+B")
         self._action(kernel_menu, "Cancel running jobs", self.jobs.cancel_all, "Esc")
+        self.critical_action = self._action(view_menu, "Critical path on the timeline (model)",
+                                            lambda _=False: self._show_critical_path(), "Ctrl+Shift+P")
+        self.critical_action.setCheckable(True)
+        # off until asked for: the model walks the executed path (0.1 s per plan for GEMM 16x16x16, 2 s for the
+        # note's MHA example), too slow to redo on the UI thread after every edit
+        self.critical_action.setChecked(False)
         for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep")):
             self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         tools = self.addToolBar("Main")
@@ -276,6 +295,7 @@ class QtMainWindow(QMainWindow):
         conflicts = self.doc.conflicts()
         self.timeline.show_plan(plan, analysis, conflicts, self.doc.selection)
         self.timeline.set_instruction(self.doc.instruction)
+        self._show_critical_path()
         self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
         self.why.show_report(self.doc.why(self.doc.instruction))
         self.instructions.show_program(plan.program, self.doc.instruction)
@@ -293,14 +313,17 @@ class QtMainWindow(QMainWindow):
             return ""
         p = plan.predicted or {}
         conflicts = self.doc.conflicts()
+        f = self.ilp_of(s.current, plan) if self._ilp_wanted() else None
+        model = (f"  |  ILP {f.ilp:.3f} ({f.reference_ilp:.3f} unlimited), {f.cycles} cycles/warp (model)"
+                 if isinstance(f, IlpFigures) else "")
         return (f"{config_label(s.workload)}  |  {s.current}: {p.get('registers')} registers of {plan.budget}, "
                 f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
-                + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid"))
+                + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid") + model)
 
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()
         if current is self.graph and self._graph_stale and self.doc.plan:
-            self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection)
+            self.graph.show_plan(self.doc.plan, self.doc.analysis(), self.doc.selection, self.doc.conflicts())
             self._graph_stale = False
         if current is self.compare and self._compare_stale:
             self.refresh_compare()
@@ -320,8 +343,29 @@ class QtMainWindow(QMainWindow):
                 self._planned_cache[name] = cached
             planned[name] = cached[1]
         self._compare_stale = False
-        self.compare.show_plans({n: p for n, p in planned.items() if not isinstance(p, Unavailable)},
-                                dict(s.measurements))
+        shown = {n: p for n, p in planned.items() if not isinstance(p, Unavailable)}
+        self.compare.show_plans(shown, dict(s.measurements), {n: self.ilp_of(n, s.plans[n]) for n in shown})
+
+    def _ilp_wanted(self) -> bool:
+        """Whether a view on screen shows the model's figures (the overlay, or the Compare tab)."""
+        return self.critical_action.isChecked() or self.tabs.currentWidget() is self.compare
+
+    def ilp_of(self, name: str, plan: Plan):
+        """The plan's ILP figures (engine/ilp.py, a model), or why there are none; kept while the plan is."""
+        cached = self._ilp_cache.get(name)
+        if cached is None or cached[0] is not plan:
+            try:
+                cached = (plan, plan_ilp(plan))
+            except RegtuneError as e:
+                cached = (plan, str(e))
+            self._ilp_cache[name] = cached
+        return cached[1]
+
+    def _show_critical_path(self) -> None:
+        plan = self.doc.plan
+        f = self.ilp_of(self.doc.session.current, plan) if plan and self.critical_action.isChecked() else None
+        self.timeline.set_critical(*(critical_path_points(plan, f.critical) if isinstance(f, IlpFigures)
+                                     else ((), ())))
 
     def _selection_changed(self, name: str) -> None:
         self.timeline.set_selection(name or None)
@@ -596,7 +640,7 @@ class QtMainWindow(QMainWindow):
         from gui.model.session import load_session
 
         try:
-            session = load_session()
+            session = load_session(self.autosave_slot.path if self.autosave_slot else None)
         except RegtuneError as e:
             notifications.notify(f"the autosaved session could not be restored: {e}")
             self.request_workload(self.doc.session.workload, self.doc.session.options)
@@ -612,8 +656,10 @@ class QtMainWindow(QMainWindow):
             sys.modules["kernels.run"].stop_workers()
         self.jobs.wait(5000)
         notifications.unsubscribe(self._notified)
-        if self.doc.autosave_enabled:
-            clear_autosave()
+        if self.autosave_slot is not None:
+            if self.doc.autosave_enabled:
+                clear_autosave(self.autosave_slot.path)
+            self.autosave_slot.release()
         super().closeEvent(event)
 
     # -- for scripts and tests ---------------------------------------------------------------

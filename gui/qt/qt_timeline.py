@@ -30,6 +30,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from engine.plan import Plan
+from gui.model import timeline as timeline_model
 from gui.model.timeline import Bars, TimelineData, plan_timeline, sass_timeline
 
 ROLE_COLOURS = {"A fragment": "#4e79a7", "B fragment": "#59a14f", "accumulator": "#e15759",
@@ -115,11 +116,16 @@ class QtTimeline(QWidget):
         self.plot.addItem(self.background)
         self.plot.addItem(self.loop_item)
         self.bar_items: dict[str, pg.BarGraphItem] = {}
-        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
+        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt", labelTextColor="#f0f0f0",
+                                         brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"))
         self.conflict_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.9, pen=pg.mkPen("#ff0000", width=2),
                                              brush=None)
         self.select_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.95, pen=pg.mkPen("#ffd700", width=2.5),
                                            brush=None)
+        self.critical_item = pg.PlotDataItem([], [], pen=pg.mkPen("#d62728", width=1.5), symbol="o", symbolSize=5,
+                                             symbolBrush="#d62728", symbolPen=None)
+        self.critical_item.setZValue(9)
+        self.plot.addItem(self.critical_item)
         self.drop_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#ffd700", style=Qt.PenStyle.DotLine))
         self.drop_line.hide()
         for item in (self.conflict_item, self.select_item, self.drop_line):
@@ -128,7 +134,8 @@ class QtTimeline(QWidget):
         self.curve = self.pressure_plot.plot([], [], stepMode="center", fillLevel=0,
                                              brush=(78, 121, 167, 90), pen=pg.mkPen("#4e79a7", width=1.5))
         self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#e15759", style=Qt.PenStyle.DashLine),
-                                           label="budget {value:.0f}", labelOpts={"position": 0.02})
+                                           label="budget {value:.0f}",
+                                           labelOpts={"position": 0.01, "anchors": [(0, 0), (0, 0)]})  # left-aligned: not clipped
         self.maxlive_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#59a14f", style=Qt.PenStyle.DotLine),
                                             label="MAXLIVE {value:.0f}", labelOpts={"position": 0.15})
         self.peak = pg.ScatterPlotItem(size=10, brush="#e15759", symbol="t")
@@ -189,6 +196,7 @@ class QtTimeline(QWidget):
             for role in by_role:
                 self.legend.addItem(self.bar_items[role], role)
             self._legend_roles = tuple(by_role)
+            self._critical_legend(len(self.critical_item.xData if self.critical_item.xData is not None else ()))
 
     def _background(self, data: TimelineData, height: float) -> None:
         x0, x1 = data.spans(data.phases)
@@ -210,6 +218,18 @@ class QtTimeline(QWidget):
             self.select_item.setOpts(x0=[], x1=[], y=[])
         else:
             self.select_item.setOpts(x0=bars.x0, x1=bars.x1, y=bars.y, height=0.95)
+
+    def set_critical(self, x, rows) -> None:
+        """Overlay a critical path (engine/ilp.py, a model): points at ``x`` on register ``rows``, joined."""
+        n = len(x)
+        y = self.data.y(rows) if self.data is not None and n else np.zeros(0)
+        self.critical_item.setData(np.asarray(x, dtype=float) if n else np.zeros(0), np.asarray(y, dtype=float))
+        self._critical_legend(n)
+
+    def _critical_legend(self, n: int) -> None:
+        self.legend.removeItem(self.critical_item)
+        if n:
+            self.legend.addItem(self.critical_item, timeline_model.CRITICAL_LABEL)
 
     def set_instruction(self, index: int | None) -> None:
         for line in (self.cursor, self.cursor2):

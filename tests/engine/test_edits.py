@@ -31,6 +31,19 @@ def test_conflicting_assignment_reports_the_exact_conflict(plan):
     assert undone.plan == plan and undone.conflicts == ()
 
 
+def test_edits_that_keep_the_program_reuse_the_callers_analysis(plan):
+    analysis = analyze(plan.program)
+    kept = [apply_edit(plan, edit, analysis) for edit in (Assign("b_0_0", plan.assignment["a_0_0"]),
+                                                          Swap(0, 3), Assign("nothing", (0,)))]
+    assert all(r.analysis is analysis for r in kept)
+    assert kept[0].conflicts == apply_edit(plan, Assign("b_0_0", plan.assignment["a_0_0"])).conflicts != ()
+    spilled = apply_edit(plan, Spill("acc_0_0"), analysis)    # a new program: analysed anew
+    assert spilled.analysis is not analysis and spilled.analysis.program is spilled.plan.program
+    other = analyze(parse(DESIGN_EXAMPLE))
+    with pytest.raises(ValueError, match="not that of the plan's program"):
+        apply_edit(plan, Swap(0, 3), other)
+
+
 def test_every_conflict_is_shown_at_once(plan):
     everything_in_r0 = plan
     for name, value in plan.program.values.items():

@@ -38,13 +38,13 @@ def test_schedules_order_maxlive_as_theory_says(w):
         assert first >= outer >= dot
 
 
-def test_default_tile_keeps_a_quarter_of_the_budget_free():
+def test_default_tile_keeps_a_quarter_of_the_architectures_limit_free():
     w = Gemm(16, 16, 16)
     tile = default_tile(w)
     assert analyze(gemm_program(w, tile)).maxlive <= 0.75 * 255
     bigger = [t for t in tiles(w) if t[0] * t[1] > tile[0] * tile[1]]
     assert all(analyze(gemm_program(w, t)).maxlive > 0.75 * 255 for t in bigger)
-    assert default_tile(w, budget=64) != tile
+    assert default_tile(w, limit=64) != tile
 
 
 def test_names_follow_the_workload_and_c_is_loaded_only_when_beta_is_not_zero():
@@ -71,7 +71,22 @@ def test_the_registered_workload_builds_what_build_gemm_builds():
 
     w = workload_named("gemm")
     config, options = w.from_flags({"m": 8, "n": 4, "k": 3, "tile": "2x4", "schedule": "dot"})
-    assert w.build(config, {**options, "budget": 64}) == build_gemm(Gemm(8, 4, 3), (2, 4), "dot", 64)
-    assert w.build(Gemm(8, 8, 8), {"budget": 64, "headroom": 0.5}) == build_gemm(Gemm(8, 8, 8), budget=64, headroom=0.5)
+    assert w.build(config, {**options, "budget": 64}) == build_gemm(Gemm(8, 4, 3), (2, 4), "dot")
+    assert w.build(Gemm(8, 8, 8), {"budget": 64, "headroom": 0.5}) == build_gemm(Gemm(8, 8, 8), headroom=0.5)
+    assert w.build(Gemm(8, 8, 8), {"tile": "fit", "budget": 64, "headroom": 0.5}) \
+        == build_gemm(Gemm(8, 8, 8), limit=64, headroom=0.5)
+
+
+def test_the_budget_never_changes_the_default_tile_and_fit_asks_for_it():
+    """Issue 13: --budget 32 used to shrink GEMM 16x16x16's tile so that nothing spilled."""
+    from engine.workloads import workload_named
+
+    w = workload_named("gemm")
+    big = Gemm(16, 16, 16)
+    default = w.build(big, {"budget": 255})[1]["tile"]
+    assert w.build(big, {"budget": 32})[1]["tile"] == default
+    fitted = w.build(big, {"budget": 32, "tile": "fit"})[1]["tile"]
+    assert fitted[0] * fitted[1] < default[0] * default[1]
+    assert analyze(gemm_program(big, tuple(fitted))).maxlive <= 0.75 * 32
     with pytest.raises(RegtuneError, match="--tile must be TMxTN"):
         w.from_flags({"m": 8, "n": 4, "k": 3, "tile": "2y4", "schedule": "dot"})

@@ -24,6 +24,8 @@ def test_analyze_prints_maxlive_and_its_peak():
         "gemm_m1n1k2: 11 instructions in 1 blocks, 8 values (+0 predicates)",
         "MAXLIVE 8 registers at instruction 4: %b_0_0:f32 = ld.global %pb, 0",
         "interference graph: 8 nodes, 19 edges",
+        "ILP (model, sm_80 latencies, unlimited registers): 0.027 = 11 instructions / 413 cycles of critical path; "
+        "813 cycles/warp (model, in-order issue)",
     ]
 
 
@@ -32,6 +34,10 @@ def test_analyze_json():
     data = json.loads(r.stdout)
     assert data["maxlive"] == max(data["pressure"]) == 8
     assert data["predicates"] == 1 and data["blocks"] == 3
+    model = data["ilp_model"]
+    assert model["model"].startswith("engine/ilp.py") and model["arch"] == "sm_80"
+    assert model["ilp"] == round(model["instructions"] / model["critical_path_cycles"], 4)
+    assert model["reference"]["ilp"] == model["ilp"] and model["false_dependences"] == 0
 
 
 @pytest.mark.parametrize("allocator", ["naive", "linear-scan", "chaitin-briggs", "dsatur"])
@@ -40,6 +46,7 @@ def test_allocate_then_check(tmp_path, allocator):
     r = regtune("allocate", LOOP, "--allocator", allocator, "--budget", "6", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{allocator}: ") and f"-> {out}" in r.stdout
+    assert "with unlimited registers), " in r.stdout and " cycles/warp (model)" in r.stdout
     n = len(json.loads(out.read_text())["program"].splitlines()) - 1 - 3    # less .kernel and 3 .block lines
     assert f"verified by execution on 3 inputs (3 stores compared, all {n} instructions executed)" in r.stdout
     data = json.loads(out.read_text())
@@ -207,7 +214,7 @@ def test_occupancy_command():
 @pytest.mark.parametrize("args, message", [
     (["analyze", "gemm", "--m", "4"], "regtune: error: gemm needs --n, --k"),
     (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "3x4"], "regtune: error: tile 3x4 does not divide C (4x4)"),
-    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must be TMxTN with TM, TN in 1..16 dividing M and N, e.g. 4x8; got 'big'"),
+    (["program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "big"], "regtune: error: --tile must be TMxTN with TM, TN in 1..16 dividing M and N (e.g. 4x8), or 'fit'; got 'big'"),
     (["program", "mha", "--heads", "32", "--batch", "64", "--head-dim", "64", "--groups", "4", "--strategies", "x"],
      "regtune: error: unknown MHA strategy 'x'"),
     (["occupancy", "--arch", "sm_70", "--regs", "32", "--threads", "128"], "regtune: error: unknown architecture 'sm_70'"),
@@ -219,10 +226,12 @@ def test_workload_errors_are_one_line(args, message):
 
 @pytest.mark.slow
 def test_claims_report_is_computed_and_written(tmp_path):
-    out = tmp_path / "seed.md"
-    r = regtune("report", "claims", "--sample", "151", "--out", str(out), "--workers", "2")
+    out = tmp_path / "claims.md"
+    r = regtune("report", "claims", "--sample", "151", "--ilp-sample", "675", "--out", str(out), "--workers", "2")
     assert r.returncode == 0, r.stderr
     text = out.read_text()
+    assert "Over 5 GEMM configs (every 675th of 3,375, a deterministic sample)" in text
+    assert "| naive ILP / ILP of the allocator with the most | 0.39x (61% less) |" in text and "A model" in text
     assert r.stdout.startswith(text.rstrip("\n")[:200])
     assert "Over 23 GEMM configs (every 151th)" in text
     assert "| baseline | 128 |" in text and "| head-shared | — |" in text

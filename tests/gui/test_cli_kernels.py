@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+
+import pytest
 
 from gui.cli.main import main
 
@@ -30,9 +36,9 @@ def test_build_writes_kernel_ptx_sass_and_report(tmp_path, capsys):
     assert report["simulator"]["ok"] is True
     assert report["gpu"] == {"error": "no CUDA device"} or "median_ms" in report["gpu"]
     names = sorted(p.name for p in out.iterdir())
-    assert "report.json" in names and any(n.endswith(".py") for n in names) and any(n.endswith(".ptx") for n in names)
-    assert sum(n.endswith(".sass") for n in names) == 2
-    assert json.loads((out / "report.json").read_text())["planned"] == report["planned"]
+    assert names == sorted(["dsatur-plan.py", "dsatur-plan.ptx", "dsatur-plan.report.json", "dsatur-plan.sm_80.sass",
+                            "dsatur-plan.sm_90.sass"])
+    assert json.loads((out / "dsatur-plan.report.json").read_text())["planned"] == report["planned"]
 
 
 def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
@@ -44,11 +50,12 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     assert "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
     assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.MULTILINE)
     assert re.search(r"^  sm_80: with no -maxrregcount \(ptxas's own choice", out, re.MULTILINE)
-    stem = "regtune_gemm_m4n4k4_t4x4_k_outer_dsatur"      # the kernel's short name names its files
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
-        [f"{stem}.py", f"{stem}.ptx", f"{stem}.sm_80.sass", "report.json"])
-    assert f".visible .entry {stem}(" in (tmp_path / "o" / f"{stem}.ptx").read_text()
-    report = json.loads((tmp_path / "o" / "report.json").read_text())
+        ["dsatur-plan.py", "dsatur-plan.ptx", "dsatur-plan.sm_80.sass", "dsatur-plan.report.json"])
+    entry = "regtune_gemm_m4n4k4_t4x4_k_outer_dsatur"       # the kernel's short name in its PTX and SASS
+    assert f".visible .entry {entry}(" in (tmp_path / "o" / "dsatur-plan.ptx").read_text()
+    assert f".text.{entry}" in (tmp_path / "o" / "dsatur-plan.sm_80.sass").read_text()
+    report = json.loads((tmp_path / "o" / "dsatur-plan.report.json").read_text())
     cap = report["ptxas"]["sm_80"]["max_registers"]
     assert report["ptxas"]["sm_80"]["flags"] == ["-arch=sm_80", "-v", f"-maxrregcount={cap}"]
     assert report["ptxas_compiler"]["sm_80"]["flags"] == ["-arch=sm_80", "-v"]
@@ -78,10 +85,12 @@ def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", "gemm", "--m", "3", "--n", "3", "--k", "3", "--arch", "sm_80", "--plan", plan,
                  "--json"]) == 0
-    columns = json.loads(capsys.readouterr().out)
-    assert set(columns) == {"naive", "linear-scan", "chaitin-briggs", "dsatur", "plan"}
-    for report in columns.values():
-        assert report["simulator"]["ok"] is True and report["ptxas"]["sm_80"]["registers"] >= 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["plans"] == ["naive", "linear-scan", "chaitin-briggs", "dsatur", "plan"]
+    assert data["compared"] == "gemm 3x3x3, tile 3x3, schedule k-outer, budget 255; sm_80"
+    rows = {r["row"]: r["values"] for r in data["rows"]}
+    assert all(v.startswith("ok") for v in rows["simulator check"].values())
+    assert all(v >= 1 for v in rows["sm_80 ptxas registers"].values())
 
 
 def test_compare_fail_on_spill_exits_1_when_a_kernel_spills(capsys):
@@ -140,3 +149,67 @@ def test_without_a_display_the_window_command_says_so_in_one_line(monkeypatch, c
     assert command([]) == 2                 # the window's commands are joined in by gui.entry
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("regtune: error: no display to open the window on")
+
+
+# -- issue 13: outputs named after the plan, compare's rows and formats, progress, Ctrl+C -------------------
+
+@pytest.fixture(scope="module")
+def small_plans(tmp_path_factory):
+    """GEMM 2x2x2 plans of dsatur and linear-scan (the kernels the tests below build; the cache keeps them)."""
+    folder = tmp_path_factory.mktemp("plans")
+    paths = []
+    for allocator in ("dsatur", "linear-scan"):
+        path = folder / f"{allocator}.json"
+        assert main(["allocate", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocator", allocator,
+                     "--out", str(path)]) == 0
+        paths.append(str(path))
+    return paths
+
+
+def test_two_plans_built_into_one_folder_keep_their_own_files(small_plans, tmp_path, capsys):
+    out = tmp_path / "out"
+    for plan in small_plans:
+        assert main(["build", plan, "--arch", "sm_80", "--out-dir", str(out), "--no-simulate"]) == 0
+    printed = capsys.readouterr()
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(f"{a}{ext}" for a in ("dsatur", "linear-scan")
+                           for ext in (".py", ".ptx", ".sm_80.sass", ".report.json"))
+    reports = [json.loads((out / f"{a}.report.json").read_text()) for a in ("dsatur", "linear-scan")]
+    assert [r["plan"]["allocator"] for r in reports] == ["dsatur", "linear-scan"]
+    assert "dsatur (gemm 2x2x2, tile 2x2, schedule k-outer), budget 255" in printed.out
+    assert "regtune build: dsatur: build (NVVM, ptxas, nvdisasm): 0/3" in printed.err
+
+
+def test_compare_chooses_rows_and_formats(small_plans, capsys):
+    args = ["compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators", "dsatur,linear-scan",
+            "--arch", "sm_80", "--no-simulate", "--metrics", "registers,spills"]
+    assert main([*args, "--format", "csv"]) == 0
+    printed = capsys.readouterr()
+    lines = printed.out.splitlines()
+    assert lines[0] == "metric,row,dsatur,linear-scan"
+    assert {line.split(",")[0] for line in lines[1:]} == {"registers", "spills"}
+    assert [line.split(",")[1] for line in lines[1:]] == [
+        "planned registers", "planned spills (values)", "sm_80 ptxas registers", "sm_80 allocated (8/thread)",
+        "sm_80 spill bytes (st+ld)", "sm_80 stack frame bytes"]
+    assert "regtune compare: linear-scan: done: 6/6" in printed.err
+    assert main([*args, "--format", "markdown"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "|  | dsatur | linear-scan |"
+    assert main([*args[:-1], "cycles"]) == 2
+    assert "--metrics: unknown metric 'cycles' (known: registers, maxlive, spills" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans):
+    regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
+    proc = subprocess.Popen([regtune, "compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators",
+                             "dsatur,linear-scan", "--arch", "sm_80", "--format", "csv"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("regtune compare: linear-scan:"):
+            os.killpg(proc.pid, signal.SIGINT)
+            break
+    out, rest = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(err) + rest
+    assert out.splitlines()[0] == "metric,row,dsatur"
+    assert rest.splitlines()[-1].startswith("regtune: interrupted (Ctrl+C)")

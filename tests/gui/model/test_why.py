@@ -40,3 +40,16 @@ def test_the_caption_names_the_peak_and_the_plans_registers(gemm_plans):
     assert report.caption.startswith(f"instruction {a.peak} (the peak): ")
     assert f"MAXLIVE {a.maxlive} at {a.peak}" in report.caption
     assert "the selected instruction" in why_this_many(plan, a, a.peak + 1).caption
+
+
+def test_a_plan_with_spill_code_names_its_peak_so_and_never_calls_it_maxlive():
+    """Issue 13: MAXLIVE is the program's before spill code; the spilled plan's largest pressure is not."""
+    from engine.allocators import allocate
+    from engine.ir import parse
+
+    p = parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %y:f32 = mov 2\n  %w:f32 = mov 3\n"
+              "  %z:f32 = add %x, %y\n  %v:f32 = add %z, %w\n  st.global %v, 0, %v\n  exit\n")
+    plan = allocate("linear-scan", p, budget=2).plan()
+    a = analyze(plan.program)
+    caption = why_this_many(plan, a).caption
+    assert plan.spills and f"(peak with spill code {a.maxlive} at {a.peak})" in caption and "MAXLIVE" not in caption
