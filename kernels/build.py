@@ -1,4 +1,4 @@
-"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch and cap (ptxas) -> SASS live ranges.
+"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch and cap (ptxas) -> SASS and encodings.
 
 The PTX is compiled once per plan for the lowest architecture asked for
 (``cc`` is explicit; the PTX for sm_80 and sm_90 differs only in
@@ -46,7 +46,8 @@ from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
-from kernels.toolchain import CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags, toolchain_fingerprint
+from kernels.toolchain import (ENCODINGS, CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags,
+                               toolchain_fingerprint)
 
 def cache_dir() -> Path:
     """Where builds are cached (created on first use)."""
@@ -84,6 +85,8 @@ class ArchBuild:
     sass_text: str
     sass: SassLiveness
     compiler: CompileReport
+    #: ``nvdisasm -c -hex``: each instruction's encoding, control bits included (:mod:`kernels.control`)
+    hex_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,11 +250,12 @@ def _valid_ptx(text: str) -> bool:
 
 
 def _valid_measure(text: str) -> bool:
-    """A stored ptxas report and SASS listing of the shape this version writes."""
+    """A stored ptxas report, SASS listing and encoding listing of the shape this version writes."""
     data = json.loads(text)
     report = data["report"]
     expected = {f.name for f in fields(CompileReport)}
-    return (isinstance(data.get("sass"), str) and isinstance(report, dict) and set(report) == expected
+    return (isinstance(data.get("sass"), str) and isinstance(data.get("hex"), str) and isinstance(report, dict)
+            and set(report) == expected
             and all(isinstance(report[k], int) and not isinstance(report[k], bool)
                     for k in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes",
                               "shared_bytes", "barriers"))
@@ -286,7 +290,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
         done = dict(zip(runs, pool.map(lambda run: _ptxas_run(ptx, *run, source.registers, cache, timings,
                                                               use_cache), runs)))
     results = {a: _arch_build(a, done[(a, "plan")], done[(a, "compiler")], timings) for a in archs}
-    ran = ran or any(run_ran for _, _, run_ran in done.values())
+    ran = ran or any(run[-1] for run in done.values())
     return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning)
 
 
@@ -299,34 +303,36 @@ def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
 
 
 def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache, timings: dict,
-               use_cache: bool) -> tuple[CompileReport, str, bool]:
-    """ptxas at one cap (and, at the plan cap, nvdisasm of its cubin): the report, the SASS ("" without) and
-    whether a tool ran."""
+               use_cache: bool) -> tuple[CompileReport, str, str, bool]:
+    """ptxas at one cap (and, at the plan cap, nvdisasm of its cubin): the report, the SASS listing and its
+    encodings ("" without) and whether a tool ran."""
     max_registers = cap_registers(cap, arch, plan_registers)
     key = (ptx, arch, " ".join(ptxas_flags(arch, max_registers)), "sass" if cap == "plan" else "no sass")
     stored = cache.read("measure", _valid_measure, *key) if use_cache else None
     if stored is not None:
         data = json.loads(stored)
         r = data["report"]
-        return CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])}), data["sass"], False
+        report = CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])})
+        return report, data["sass"], data["hex"], False
     t = time.perf_counter()
     report, cubin = ptxas(ptx, arch, max_registers)
     timings[f"ptxas {arch} {CAP_LABELS[cap]}"] = (time.perf_counter() - t) * 1000
-    sass_text = ""
+    sass_text = hex_text = ""
     if cap == "plan":
         t = time.perf_counter()
         sass_text = nvdisasm(cubin)
+        hex_text = nvdisasm(cubin, ENCODINGS)
         timings[f"nvdisasm {arch}"] = (time.perf_counter() - t) * 1000
-    cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text}), "measure", *key)
-    return report, sass_text, True
+    cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text, "hex": hex_text}), "measure", *key)
+    return report, sass_text, hex_text, True
 
 
 def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict) -> ArchBuild:
-    report, sass_text, _ = plan_run
+    report, sass_text, hex_text, _ = plan_run
     t = time.perf_counter()
     sass = parse_sass(sass_text)
     timings[f"parse {arch}"] = (time.perf_counter() - t) * 1000
-    return ArchBuild(arch, report, sass_text, sass, compiler_run[0])
+    return ArchBuild(arch, report, sass_text, sass, compiler_run[0], hex_text)
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,

@@ -147,8 +147,27 @@ class PtxasFigures(_Record):
 
 
 @dataclass(frozen=True)
+class ScheduleFigures(_Record):
+    """ptxas's schedule read from the SASS control bits: issue cycles per warp along the executed path
+    (a model, :func:`kernels.control.issue_cycles`); ``source`` says what is decoded and what is priced."""
+
+    issue_cycles: int
+    stall_cycles: int
+    barrier_wait_cycles: int
+    instructions_issued: int
+    loop: str
+    source: str
+
+
+def schedule_from_dict(data: dict) -> ScheduleFigures | Unavailable:
+    """Issue cycles from a report, or why there are none."""
+    return Unavailable(data["error"]) if "error" in data else ScheduleFigures.from_dict(data)
+
+
+@dataclass(frozen=True)
 class SassFigures(_Record):
-    """The SASS live ranges of one architecture, and the sentences explaining the gaps to the plan."""
+    """The SASS live ranges of one architecture, the sentences explaining the gaps to the plan, and the issue
+    cycles its control bits give (None in a report written before they were measured)."""
 
     maxlive: int
     peak_offset: int
@@ -157,7 +176,9 @@ class SassFigures(_Record):
     bank_conflicts: int
     mix: dict
     explanation: tuple
+    schedule: ScheduleFigures | Unavailable | None = None
     _TUPLES = ("explanation",)
+    _NESTED = {"schedule": schedule_from_dict}
 
 
 @dataclass(frozen=True)

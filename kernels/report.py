@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.arch import DEFAULT_ARCH, load_arch, next_register_step, occupancy
+from engine.arch import DEFAULT_ARCH, load_arch, load_latencies, next_register_step, occupancy
 from engine.plan import Plan, registers_used
 from engine.predict import predict, program_maxlive
+from engine.structure import loop_trips
 from kernels.build import Build
+from kernels.control import ControlError, issue_cycles, latency_class, loops, parse_hex
 from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
-                                 PtxasFigures, SassFigures, SimulatorCheck, Unavailable)
+                                 PtxasFigures, SassFigures, ScheduleFigures, SimulatorCheck, Unavailable)
 from kernels.toolchain import CompileReport
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
@@ -138,11 +140,49 @@ def ptxas_figures(report: CompileReport, cap: str, threads: int) -> PtxasFigures
                         r.max_registers, r.compile_ms, tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
 
 
+def _schedule_source(arch: str, listing) -> str:
+    """Where the issue cycles come from: the decoded control bits, and the latency-table classes that priced
+    the scoreboards of this listing."""
+    table = load_latencies(arch).cycles
+    used = sorted({latency_class(x.opcode) for x in listing.instructions if x.control.write_barrier is not None})
+    return ("model: stalls and scoreboards decoded from the SASS control bits (nvdisasm -hex); scoreboard waits "
+            f"priced from resources/arch/{arch}.toml [latency]: " + ", ".join(f"{c} {table[c]}" for c in used))
+
+
+def _unrolled(plan: Plan, listing, trips: dict) -> str:
+    """Why the SASS loop is not the program's loop once per trip ('' when its global loads say it is): a body
+    with more LDG than the program loop's block has ld.global was unrolled, and trip weighting would over-count."""
+    found = loops(listing)
+    if len(found) != 1 or len(trips) != 1:
+        return ""
+    block = next(b for b in plan.program.blocks if b.name == next(iter(trips)))
+    ir = sum(1 for i in block.instructions if i.opcode.startswith("ld.global"))
+    first, last = found[0]
+    sass = sum(1 for x in listing.instructions[first:last + 1] if x.opcode.startswith("LDG"))
+    return (f"SASS issue cycles not priced: the SASS loop has {sass} global loads, the program loop "
+            f"{block.name} {ir}: unrolled, so weighting it by the trip count would over-count") if sass > ir else ""
+
+
+def schedule_figures(plan: Plan, build: Build, arch: str) -> ScheduleFigures | Unavailable:
+    """Issue cycles per warp from ``arch``'s control bits, the loop weighted by the plan's trip count."""
+    try:
+        listing, trips = parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)
+        why = _unrolled(plan, listing, trips)
+        r = issue_cycles(listing, load_latencies(arch).cycles, trips)
+    except ControlError as e:
+        return Unavailable(f"SASS issue cycles not priced: {e}")
+    if why:
+        return Unavailable(why)
+    return ScheduleFigures(r.cycles, r.stall_cycles, r.barrier_wait_cycles, r.instructions, r.loop,
+                           _schedule_source(arch, listing))
+
+
 def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
-    """The SASS live-range figures of one arch and the sentences explaining its gaps to the plan."""
+    """The SASS live-range figures of one arch, the sentences explaining its gaps to the plan, its issue cycles."""
     s = build.archs[arch].sass
     return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
-                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)))
+                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)),
+                       schedule_figures(plan, build, arch))
 
 
 def kernel_figures(build: Build) -> KernelFigures:
@@ -202,6 +242,13 @@ def _no_cap(arch: str, get):
     return _measured(read)
 
 
+def _issue(schedule) -> object:
+    """The issue cycles of a SASS schedule, or why there are none."""
+    if schedule is None:
+        return "not measured (an older report)"
+    return schedule.reason if isinstance(schedule, Unavailable) else schedule.issue_cycles
+
+
 def _gpu_ms(gpu) -> object:
     return gpu.reason if isinstance(gpu, Unavailable) else round(float(gpu.median_ms), 4)
 
@@ -238,7 +285,8 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
                  (f"{a} spill bytes (st+ld), plan cap", "min", _on(a, lambda p, s: p.spill_bytes)),
                  (f"{a} stack frame bytes, plan cap", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
                  (f"{a} occupancy (warps/SM), plan cap", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
-                 (f"{a} SASS MAXLIVE, plan cap", "min", _on(a, lambda p, s: s.maxlive))]
+                 (f"{a} SASS MAXLIVE, plan cap", "min", _on(a, lambda p, s: s.maxlive)),
+                 (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule)))]
     rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
              ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),
              ("GPU registers / local B (driver)", "", _measured(lambda m: _driver(m.gpu)))]

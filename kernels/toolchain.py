@@ -211,13 +211,20 @@ def ptxas(ptx: str, arch: str, max_registers: int | None = None) -> tuple[Compil
         return report, out.read_bytes()
 
 
-def nvdisasm(cubin: bytes) -> str:
-    """``nvdisasm -c -plr -lrm narrow``: SASS with a register life-range column per instruction."""
+#: nvdisasm's flags for the life-range listing (:mod:`kernels.sass`) and the encoding listing (:mod:`kernels.control`);
+#: ``-hex`` drops the life-range column, so they are two runs
+LIFE_RANGES = ("-c", "-plr", "-lrm", "narrow")
+ENCODINGS = ("-c", "-hex")
+
+
+def nvdisasm(cubin: bytes, flags: tuple = LIFE_RANGES) -> str:
+    """``nvdisasm`` of a cubin: by default SASS with a register life-range column per instruction
+    (``-c -plr -lrm narrow``); with :data:`ENCODINGS`, each instruction's two 64-bit words."""
     fd, path = tempfile.mkstemp(prefix="regtune-", suffix=".cubin")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(cubin)
-        return _run([find_tool("nvdisasm"), "-c", "-plr", "-lrm", "narrow", path], "nvdisasm").stdout
+        return _run([find_tool("nvdisasm"), *flags, path], f"nvdisasm {' '.join(flags)}").stdout
     finally:
         os.unlink(path)
 

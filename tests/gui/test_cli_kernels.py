@@ -34,6 +34,9 @@ def test_build_writes_kernel_ptx_sass_and_report(tmp_path, capsys):
         assert set(report["ptxas"][arch]) >= {"registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes"}
         assert report["sass"][arch]["maxlive"] <= report["ptxas"][arch]["registers"]
         assert report["sass"][arch]["explanation"]
+        schedule = report["sass"][arch]["schedule"]
+        assert schedule["issue_cycles"] >= schedule["instructions_issued"] > 0
+        assert schedule["source"].startswith("model: stalls and scoreboards decoded from the SASS control bits")
     assert report["simulator"]["ok"] is True
     assert report["gpu"] == {"error": "no CUDA device"} or "median_ms" in report["gpu"]
     names = sorted(p.name for p in out.iterdir())
@@ -47,6 +50,8 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     capsys.readouterr()
     assert main(["build", plan, "--arch", "sm_80", "--out-dir", str(tmp_path / "o"), "--no-simulate"]) == 0
     out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("sm_80 SASS issue cycles/warp (model)"))
+    assert int(row.split()[-1]) > 0
     assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
     assert "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
     assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.MULTILINE)
@@ -197,8 +202,11 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     assert "regtune compare: linear-scan: done: 6/6" in printed.err
     assert main([*args, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.splitlines()[2] == "|  | dsatur | linear-scan |"
-    assert main([*args[:-1], "cycles"]) == 2
-    assert "--metrics: unknown metric 'cycles' (known: registers, maxlive, spills" in capsys.readouterr().err
+    assert main([*args[:-1], "cycle"]) == 2
+    assert "--metrics: unknown metric 'cycle' (known: registers, maxlive, spills" in capsys.readouterr().err
+    assert main([*args[:-1], "ilp,cycles"]) == 0     # the ILP model's rows are metrics too
+    rows = [line.split(",")[1] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == ["ILP (model)", "cycles/warp (model)"]
 
 
 def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans):
