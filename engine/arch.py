@@ -91,6 +91,8 @@ class Arch:
     registers_per_sm: int
     registers_per_block: int
     max_registers_per_thread: int
+    #: the lowest ``-maxrregcount`` ptxas takes as given (it raises lower ones to this, measured)
+    min_register_cap: int
     register_allocation_unit: int
     register_sub_partitions: int
     max_threads_per_sm: int
@@ -114,6 +116,47 @@ def load_arch(name: str) -> Arch:
     data["bank_model"] = BankModel(**data["bank_model"])
     data.pop("latency", None)           # the latency table: load_latencies
     return Arch(**data)
+
+
+def check_register_cap(arch: Arch, cap: int) -> int:
+    """``cap`` when ptxas applies it to ``arch`` as given; a one-line error naming the cap and the range otherwise.
+
+    ptxas raises a ``-maxrregcount`` below :attr:`Arch.min_register_cap` to
+    it and ignores one above :attr:`Arch.max_registers_per_thread` (both
+    measured, see ``resources/arch``): such a flag would not be the cap it says.
+
+    Examples
+    --------
+    >>> check_register_cap(load_arch("sm_80"), 88)
+    88
+    >>> check_register_cap(load_arch("sm_80"), 8)
+    Traceback (most recent call last):
+    ...
+    engine.errors.RegtuneError: -maxrregcount=8 is not a cap ptxas applies on sm_80: it takes 24..255 (it would raise 8 to 24)
+    """
+    low, high = arch.min_register_cap, arch.max_registers_per_thread
+    if isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high:
+        what = (f"it would raise {cap} to {low}" if isinstance(cap, int) and cap < low
+                else f"it would ignore {cap}" if isinstance(cap, int) else f"{type(cap).__name__} is not a count")
+        raise RegtuneError(f"-maxrregcount={cap} is not a cap ptxas applies on {arch.name}: it takes {low}..{high} "
+                           f"({what})")
+    return cap
+
+
+def plan_register_cap(arch: Arch, registers: int) -> int | None:
+    """The ``-maxrregcount`` that realises a plan of ``registers`` on ``arch``: that count; ptxas's floor when
+    the plan needs fewer (ptxas would raise it there anyway); None (no flag) at the arch's maximum, which ptxas
+    never exceeds without a flag (the flag at the maximum changes ptxas's schedule, not its limit).
+
+    Examples
+    --------
+    >>> a = load_arch("sm_90")
+    >>> plan_register_cap(a, 88), plan_register_cap(a, 12), plan_register_cap(a, 255)
+    (88, 24, None)
+    """
+    if registers >= arch.max_registers_per_thread:
+        return None
+    return check_register_cap(arch, max(int(registers), arch.min_register_cap))
 
 
 @dataclass(frozen=True)

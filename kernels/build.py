@@ -1,17 +1,31 @@
-"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch (ptxas) -> SASS live ranges, encodings.
+"""Plan -> kernel source -> PTX (NVVM, once) -> cubin and report per arch and cap (ptxas) -> SASS and encodings.
 
 The PTX is compiled once per plan for the lowest architecture asked for
 (``cc`` is explicit; the PTX for sm_80 and sm_90 differs only in
-``.target``) and assembled by ptxas for every architecture with
-``-maxrregcount`` = the plan's budget; without a list, the architectures
-are :data:`engine.arch.DEFAULT_BUILD_ARCHS`. Every stage is cached on disk under
-the user cache directory (``$REGTUNE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/regtune``, else ``~/.cache/regtune``), keyed by the
-source, the architecture, the flags and the toolchain's versions, so a
-second identical request compiles nothing.
+``.target``); numba's mangled kernel name (about 240 characters) is
+replaced in it by the short :func:`kernels.codegen.entry_name`, so the
+PTX, the SASS and every file and view carry that name. ptxas then
+assembles it twice for every architecture (without a list,
+:data:`engine.arch.DEFAULT_BUILD_ARCHS`):
+
+- at the **plan** cap, ``-maxrregcount`` = the plan's register count
+  (raised to ptxas's floor; no flag when the count is the arch's maximum,
+  :func:`engine.arch.plan_register_cap`): the kernel whose SASS is listed
+  and run on a GPU; ptxas spills here say the plan's count does not fit
+  ptxas's own schedule;
+- at the **compiler** cap, no ``-maxrregcount`` at all: ptxas's own choice,
+  what a plain ``numba.cuda.jit`` gets.
+
+The plan's budget is never a flag (``-maxrregcount=255`` changes ptxas's
+schedule: GEMM 8x8x8 k-outer got 206 registers with it, 96 without).
+Every stage is cached on disk under the user cache directory
+(``$REGTUNE_CACHE_DIR``, else ``$XDG_CACHE_HOME/regtune``, else
+``~/.cache/regtune``), keyed by the source, the architecture, the flags and
+the toolchain's versions, so a second identical request compiles nothing.
 
 Invariant: a :class:`Build` holds what the tools produced for exactly its
-source; ``cached`` says whether any tool ran.
+source; each ptxas report carries the flags it ran with; ``cached`` says
+whether any tool ran.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -26,12 +41,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
+from engine.arch import DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
 from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
-from kernels.toolchain import ENCODINGS, CompileReport, ToolchainError, nvdisasm, ptxas, toolchain_fingerprint
+from kernels.toolchain import (ENCODINGS, CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags,
+                               toolchain_fingerprint)
 
 def cache_dir() -> Path:
     """Where builds are cached (created on first use)."""
@@ -49,14 +65,26 @@ def _key(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
+#: the two caps every build measures: the plan's register count, and none (ptxas's own choice)
+CAPS = ("plan", "compiler")
+#: each cap in words (timings, tables)
+CAP_LABELS = {"plan": "plan cap", "compiler": "no cap"}
+
+
 @dataclass(frozen=True)
 class ArchBuild:
-    """One architecture's measurements of a kernel."""
+    """One architecture's measurements of a kernel at both caps.
+
+    ``report``, ``sass_text`` and ``sass`` are of the kernel at the plan cap
+    (``report.flags`` holds its ``-maxrregcount``); ``compiler`` is ptxas's
+    report of the same PTX with no ``-maxrregcount``.
+    """
 
     arch: str
     report: CompileReport
     sass_text: str
     sass: SassLiveness
+    compiler: CompileReport
     #: ``nvdisasm -c -hex``: each instruction's encoding, control bits included (:mod:`kernels.control`)
     hex_text: str = ""
 
@@ -101,11 +129,41 @@ def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limit
 
 
 def entry_name(ptx: str) -> str:
-    """The mangled kernel name (it changes per compile, so it is read from the PTX)."""
+    """The kernel's name in ``ptx`` (numba's mangled one changes per compile, so it is read from the PTX)."""
     for line in ptx.splitlines():
         if line.strip().startswith(".visible .entry") or line.strip().startswith(".entry"):
             return line.split(".entry", 1)[1].strip().split("(")[0].strip()
     raise ToolchainError("PTX has no .entry")
+
+
+def rename_entry(ptx: str, short: str) -> str:
+    """``ptx`` with its kernel's name, and every symbol named after it (its ``_param_N`` parameters, numba's
+    ``NumbaEnv`` global), renamed to ``short``; the code is untouched.
+
+    Examples
+    --------
+    >>> ptx = ".common .global .u64 _ZN08NumbaEnv3m_k1fB2v1Ei;\\n.visible .entry _ZN3m_k1fB2v1Ei(\\n" \\
+    ...       "  .param .u64 _ZN3m_k1fB2v1Ei_param_0)\\n{ ld.param.u64 %rd1, [_ZN3m_k1fB2v1Ei_param_0]; }"
+    >>> print(rename_entry(ptx, "regtune_k"))
+    .common .global .u64 regtune_k_NumbaEnv;
+    .visible .entry regtune_k(
+      .param .u64 regtune_k_param_0)
+    { ld.param.u64 %rd1, [regtune_k_param_0]; }
+    """
+    mangled = entry_name(ptx)
+    if mangled == short:
+        return ptx
+    if re.search(rf"(?<![\w$]){re.escape(short)}(?![\w$])", ptx):
+        raise ToolchainError(f"the PTX of {mangled[:60]}... already has a symbol {short}: it cannot be renamed")
+    tail = mangled.removeprefix("_ZN")
+
+    def short_symbol(m: re.Match) -> str:
+        symbol = m.group(0)
+        if symbol.startswith(mangled):
+            return short + symbol[len(mangled):]
+        return f"{short}_{re.sub(r'^_ZN[0-9]*', '', symbol[:symbol.index(tail)])}"
+
+    return re.sub(rf"(?<![\w$])[\w$]*{re.escape(tail)}[\w$]*", short_symbol, ptx)
 
 
 def _cc(arch: str) -> tuple:
@@ -201,7 +259,8 @@ def _valid_measure(text: str) -> bool:
             and all(isinstance(report[k], int) and not isinstance(report[k], bool)
                     for k in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_frame_bytes",
                               "shared_bytes", "barriers"))
-            and isinstance(report["warnings"], list) and isinstance(report["constant_bytes"], dict))
+            and isinstance(report["warnings"], list) and isinstance(report["constant_bytes"], dict)
+            and isinstance(report["flags"], list) and all(isinstance(f, str) for f in report["flags"]))
 
 
 def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: bool = True,
@@ -215,7 +274,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
     timings: dict = {}
     ran = False
     cc = min(_cc(a) for a in archs)
-    # the PTX depends on the kernel function and its signature only (not on the budget, which ptxas applies)
+    # the PTX depends on the kernel function and its signature only (not on the caps, which ptxas applies)
     ptx_key = (source.body or source.text, source.signature, repr(cc))
     ptx = cache.read("ptx", _valid_ptx, *ptx_key) if use_cache else None
     if ptx is None:
@@ -224,37 +283,56 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
         timings["nvvm"] = (time.perf_counter() - t) * 1000
         cache.write(ptx, "ptx", *ptx_key)
         ran = True
-    # ptxas and nvdisasm are separate processes: the architectures run side by side
-    with ThreadPoolExecutor(max_workers=len(archs)) as pool:
-        done = list(pool.map(lambda a: _arch_build(ptx, a, source.budget, cache, timings, use_cache), archs))
-    results = {a: r for a, (r, _) in zip(archs, done)}
-    ran = ran or any(arch_ran for _, arch_ran in done)
+    ptx = rename_entry(ptx, source.entry)
+    # ptxas and nvdisasm are separate processes: the architectures and caps run side by side
+    runs = [(a, cap) for a in archs for cap in CAPS]
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        done = dict(zip(runs, pool.map(lambda run: _ptxas_run(ptx, *run, source.registers, cache, timings,
+                                                              use_cache), runs)))
+    results = {a: _arch_build(a, done[(a, "plan")], done[(a, "compiler")], timings) for a in archs}
+    ran = ran or any(run[-1] for run in done.values())
     return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning)
 
 
-def _arch_build(ptx: str, arch: str, budget: int, cache: _Cache, timings: dict, use_cache: bool):
-    flags = f"-maxrregcount={budget}"
-    stored = cache.read("measure", _valid_measure, ptx, arch, flags) if use_cache else None
-    ran = stored is None
-    if stored is None:
-        t = time.perf_counter()
-        report, cubin = ptxas(ptx, arch, budget)
-        timings[f"ptxas {arch}"] = (time.perf_counter() - t) * 1000
+def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
+    """The ``-maxrregcount`` of ``cap`` (one of :data:`CAPS`) on ``arch`` (None: no flag): for "plan" the plan's
+    count as :func:`engine.arch.plan_register_cap` makes it a cap, for "compiler" None."""
+    if cap not in CAPS:
+        raise ToolchainError(f"unknown cap {cap!r} (known: {', '.join(CAPS)})")
+    return plan_register_cap(load_arch(arch), plan_registers) if cap == "plan" else None
+
+
+def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache, timings: dict,
+               use_cache: bool) -> tuple[CompileReport, str, str, bool]:
+    """ptxas at one cap (and, at the plan cap, nvdisasm of its cubin): the report, the SASS listing and its
+    encodings ("" without) and whether a tool ran."""
+    max_registers = cap_registers(cap, arch, plan_registers)
+    key = (ptx, arch, " ".join(ptxas_flags(arch, max_registers)), "sass" if cap == "plan" else "no sass")
+    stored = cache.read("measure", _valid_measure, *key) if use_cache else None
+    if stored is not None:
+        data = json.loads(stored)
+        r = data["report"]
+        report = CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])})
+        return report, data["sass"], data["hex"], False
+    t = time.perf_counter()
+    report, cubin = ptxas(ptx, arch, max_registers)
+    timings[f"ptxas {arch} {CAP_LABELS[cap]}"] = (time.perf_counter() - t) * 1000
+    sass_text = hex_text = ""
+    if cap == "plan":
         t = time.perf_counter()
         sass_text = nvdisasm(cubin)
         hex_text = nvdisasm(cubin, ENCODINGS)
         timings[f"nvdisasm {arch}"] = (time.perf_counter() - t) * 1000
-        cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text, "hex": hex_text}), "measure", ptx,
-                    arch, flags)
-    else:
-        data = json.loads(stored)
-        r = data["report"]
-        report = CompileReport(**{**r, "warnings": tuple(r["warnings"])})
-        sass_text, hex_text = data["sass"], data["hex"]
+    cache.write(json.dumps({"report": report.as_dict(), "sass": sass_text, "hex": hex_text}), "measure", *key)
+    return report, sass_text, hex_text, True
+
+
+def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict) -> ArchBuild:
+    report, sass_text, hex_text, _ = plan_run
     t = time.perf_counter()
     sass = parse_sass(sass_text)
     timings[f"parse {arch}"] = (time.perf_counter() - t) * 1000
-    return ArchBuild(arch, report, sass_text, sass, hex_text), ran
+    return ArchBuild(arch, report, sass_text, sass, compiler_run[0], hex_text)
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,

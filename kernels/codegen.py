@@ -51,6 +51,7 @@ True
 from __future__ import annotations
 
 import builtins
+import hashlib
 import keyword
 import math
 import re
@@ -61,7 +62,7 @@ from engine.errors import RegtuneError
 from engine.fields import excerpt
 from engine.ir import Imm, Instruction, Program, Use
 from engine.limits import MAX_SPILL_SLOT
-from engine.plan import Plan
+from engine.plan import Plan, registers_used
 from engine.spill import spill_slot
 from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
 from engine.structure import loop_trips as structure_loop_trips
@@ -99,7 +100,9 @@ class KernelSource:
     signature : the numba signature string
     spills : "plan" or "compiler"
     spill_stores, spill_loads : st.local / ld.local the source holds (plan spill code)
-    budget : the register cap written into it
+    budget : the plan's budget, written into it as MAX_REGISTERS
+    registers : the plan's register count (the "plan" cap a build gives ptxas)
+    entry : the kernel's short name in its PTX and SASS (:func:`entry_name`)
     body : the kernel function's own text (what NVVM compiles; the PTX cache key)
     """
 
@@ -112,6 +115,8 @@ class KernelSource:
     spill_stores: int
     spill_loads: int
     budget: int
+    registers: int
+    entry: str
     body: str = ""
 
 
@@ -647,6 +652,27 @@ def _signature(program: Program, params: list, arrays: list) -> str:
     return f"void({', '.join(parts + ['int32'])})"
 
 
+#: the longest short kernel name (longer ones end in a digest of the whole name, so they stay distinct)
+MAX_ENTRY_NAME = 64
+
+
+def entry_name(plan: Plan) -> str:
+    """The kernel's name in its PTX and SASS, instead of numba's mangled one (about 240 characters):
+    ``regtune_<program>_<allocator>``, letters, digits and underscores only.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> program = parse(".kernel gemm_m8n8k8_t8x8_k_outer\\n.block entry\\n  exit\\n")
+    >>> entry_name(Plan(program, {}, {}, 255, "chaitin-briggs"))
+    'regtune_gemm_m8n8k8_t8x8_k_outer_chaitin_briggs'
+    """
+    name = re.sub(r"[^A-Za-z0-9_]", "_", f"regtune_{plan.program.name}_{plan.allocator}")
+    if len(name) <= MAX_ENTRY_NAME:
+        return name
+    return f"{name[:MAX_ENTRY_NAME - 9]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
 def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -> KernelSource:
     """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says.
 
@@ -669,7 +695,7 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
              _HELPERS, "\n\n" + body, "\n\n" + harness.text if harness else "",
              _MAIN.format(name=name) if harness else ""]
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
-                        w.stores, w.loads, plan.budget, body)
+                        w.stores, w.loads, plan.budget, registers_used(plan.assignment), entry_name(plan), body)
 
 
 def _module_names() -> set:

@@ -109,8 +109,15 @@ class Planned(_Record):
 
 @dataclass(frozen=True)
 class PtxasFigures(_Record):
-    """What ``ptxas -v`` reported for one architecture, with the occupancy its register count gives."""
+    """What ``ptxas -v`` reported for one architecture at one cap, with the occupancy its register count gives.
 
+    ``cap``: "plan" (``-maxrregcount`` = the plan's register count) or
+    "compiler" (no ``-maxrregcount``, ptxas's own choice); ``flags``: the
+    flags ptxas ran with, exactly (``max_registers`` is None without a cap).
+    """
+
+    cap: str
+    flags: tuple
     registers: int
     allocated_registers: int
     spill_store_bytes: int
@@ -123,11 +130,20 @@ class PtxasFigures(_Record):
     warnings: tuple
     occupancy: OccupancyFigures
     _NESTED = {"occupancy": OccupancyFigures.from_dict}
-    _TUPLES = ("warnings",)
+    _TUPLES = ("warnings", "flags")
 
     @property
     def spill_bytes(self) -> int:
         return self.spill_store_bytes + self.spill_load_bytes
+
+    @property
+    def cap_text(self) -> str:
+        """The cap in words, e.g. ``plan cap -maxrregcount=88`` or ``no -maxrregcount (ptxas's own choice)``."""
+        if self.max_registers is not None:
+            return f"{self.cap} cap -maxrregcount={self.max_registers}"
+        if self.cap == "plan":
+            return "plan cap, no -maxrregcount (the plan's count is the arch's maximum)"
+        return "no -maxrregcount (ptxas's own choice)"
 
 
 @dataclass(frozen=True)
@@ -208,6 +224,8 @@ class GpuRun(_Record):
     registers: int
     local_bytes: int
     reference_ms: dict | None = None
+    #: the ``max_registers`` the kernel was jitted with (the plan cap), None: no cap
+    max_registers: int | None = None
 
     def __str__(self) -> str:
         return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
@@ -245,6 +263,7 @@ class Listings:
 def _measurement_fields() -> dict:
     return {"plan": PlanSummary.from_dict, "planned": Planned.from_dict,
             "ptxas": lambda d: {a: PtxasFigures.from_dict(v) for a, v in d.items()},
+            "ptxas_compiler": lambda d: {a: PtxasFigures.from_dict(v) for a, v in d.items()},
             "sass": lambda d: {a: SassFigures.from_dict(v) for a, v in d.items()},
             "kernel": KernelFigures.from_dict, "simulator": check_from_dict, "gpu": gpu_from_dict}
 
@@ -253,6 +272,10 @@ def _measurement_fields() -> dict:
 class Measurement(_Record):
     """A plan's kernel built and measured: planned figures beside ptxas, SASS, simulator and GPU per arch.
 
+    ``ptxas`` is ptxas at the plan cap (the kernel ``sass``, the simulator
+    and the GPU run are of), ``ptxas_compiler`` ptxas on the same PTX with
+    no ``-maxrregcount``; each carries its flags.
+
     ``to_dict`` is the report ``regtune build`` writes (report.json);
     :meth:`to_reply`/:meth:`from_reply` add the listings for the worker's reply.
     """
@@ -260,6 +283,7 @@ class Measurement(_Record):
     plan: PlanSummary
     planned: Planned
     ptxas: dict
+    ptxas_compiler: dict
     sass: dict
     kernel: KernelFigures
     simulator: SimulatorCheck | Unavailable
@@ -313,9 +337,9 @@ class Measurement(_Record):
 
 @dataclass(frozen=True)
 class SweepRow(_Record):
-    """ptxas at one ``-maxrregcount``: registers, spill and stack bytes, and the occupancy they give."""
+    """ptxas at one ``-maxrregcount`` (None: none): registers, spill and stack bytes, and the occupancy they give."""
 
-    maxrregcount: int
+    maxrregcount: int | None
     registers: int
     spill_store_bytes: int
     spill_load_bytes: int
@@ -330,16 +354,24 @@ class SweepRow(_Record):
 
 @dataclass(frozen=True)
 class Sweep(_Record):
-    """A budget sweep of one plan's PTX on one architecture, a row per cap, caps ascending."""
+    """A budget sweep of one plan's PTX on one architecture, a row per cap, caps ascending.
+
+    The marks on its curve: ``plan_registers``, the plan's own count, and
+    ``no_cap``, ptxas on the same PTX with no ``-maxrregcount`` (its own
+    choice; its ``maxrregcount`` is None: no flag).
+    """
 
     arch: str
     threads_per_block: int
     rows: tuple
-    _NESTED = {"rows": lambda rows: tuple(SweepRow.from_dict(r) for r in rows)}
+    plan_registers: int
+    no_cap: SweepRow
+    _NESTED = {"rows": lambda rows: tuple(SweepRow.from_dict(r) for r in rows), "no_cap": SweepRow.from_dict}
 
     def to_dict(self) -> dict:
         return {"arch": self.arch, "threads_per_block": self.threads_per_block,
-                "sweep": [r.to_dict() for r in self.rows]}
+                "sweep": [r.to_dict() for r in self.rows], "plan_registers": self.plan_registers,
+                "no_cap": self.no_cap.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Sweep":

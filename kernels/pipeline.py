@@ -23,15 +23,22 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
-from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, occupancy
+from engine.arch import (
+    DEFAULT_ARCH,
+    DEFAULT_BUILD_ARCHS,
+    Arch,
+    check_register_cap,
+    load_arch,
+    occupancy,
+)
 from engine.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
-from kernels.build import Limits, build_plan, compile_ptx
+from kernels.build import Limits, build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source
 from kernels.measurement import Measurement, Sweep, SweepRow, Unavailable
 from kernels.report import measurement, threads_per_block
 from kernels.run import SIMULATOR_TIMEOUT_S, run_on_gpu, simulate
-from kernels.toolchain import cuda_device, ptxas
+from kernels.toolchain import CompileReport, cuda_device, ptxas
 
 #: the step between the caps of a budget sweep
 SWEEP_STEP = 8
@@ -78,24 +85,30 @@ def sweep_caps(start: int, stop: int) -> list[int]:
 
 def budget_sweep(plan: Plan, arch: str = DEFAULT_ARCH, start: int = 24, stop: int = 255,
                  limits: Limits = Limits(), progress: Progress | None = None) -> Sweep:
-    """ptxas registers, spill and stack bytes and occupancy of ``plan``'s PTX at each cap of :func:`sweep_caps`.
+    """ptxas registers, spill and stack bytes and occupancy of ``plan``'s PTX at each cap of :func:`sweep_caps`,
+    with the marks of its curve: the plan's register count and ptxas with no cap.
 
-    The PTX is compiled once (NVVM, in a worker under ``limits``); ptxas
-    runs once per cap, two at a time.
+    Every cap is checked against the arch before any work (one line for a
+    cap ptxas would not apply as given). The PTX is compiled once (NVVM, in
+    a worker under ``limits``, its kernel renamed as a build's); ptxas runs
+    once per cap and once with no ``-maxrregcount``, two at a time.
     """
     progress = progress or NullProgress()
     a = load_arch(arch)
-    caps = sweep_caps(start, stop)
+    caps = [check_register_cap(a, cap) for cap in sweep_caps(start, stop)]
     _stage(progress, 0, len(caps) + 1, "budget sweep")
-    ptx = compile_ptx(kernel_source(plan), a.compute_capability, limits)
+    source = kernel_source(plan)
+    ptx = rename_entry(compile_ptx(source, a.compute_capability, limits), source.entry)
     _stage(progress, 1, len(caps) + 1, "budget sweep")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = list(pool.map(lambda cap: ptxas(ptx, a.name, cap)[0], caps))
+        reports = list(pool.map(lambda cap: ptxas(ptx, a.name, cap)[0], [*caps, None]))
     threads = threads_per_block(plan)
-    rows = []
-    for cap, r in zip(caps, reports):
-        occ = occupancy(a, r.registers, threads)
-        rows.append(SweepRow(cap, r.registers, r.spill_store_bytes, r.spill_load_bytes, r.stack_frame_bytes,
-                             occ.active_warps, round(occ.occupancy, 4)))
+    rows = [_sweep_row(a, r, threads) for r in reports]
     progress.advance(len(caps) + 1, len(caps) + 1)
-    return Sweep(a.name, threads, tuple(rows))
+    return Sweep(a.name, threads, tuple(rows[:-1]), source.registers, rows[-1])
+
+
+def _sweep_row(arch: Arch, report: CompileReport, threads: int) -> SweepRow:
+    occ = occupancy(arch, report.registers, threads)
+    return SweepRow(report.max_registers, report.registers, report.spill_store_bytes, report.spill_load_bytes,
+                    report.stack_frame_bytes, occ.active_warps, round(occ.occupancy, 4))

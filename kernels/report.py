@@ -63,11 +63,13 @@ def _pairs(plan: Plan) -> int:
 
 
 def explain(plan: Plan, build: Build, arch: str) -> list[str]:
-    """One sentence per gap between the plan and what ptxas/SASS show for ``arch``."""
+    """One sentence per gap between the plan and what ptxas/SASS show for ``arch``, each naming the cap its
+    figures come from: the plan cap (``-maxrregcount`` = the plan's count) or no cap (ptxas's own choice)."""
     b = build.archs[arch]
     plan_regs = registers_used(plan.assignment)
     maxlive = program_maxlive(plan)       # the program's, before spill code (as everywhere)
-    used, sass_max = b.report.registers, b.sass.maxlive
+    at_plan, own = b.report, b.compiler
+    plan_flag = "no -maxrregcount" if at_plan.max_registers is None else f"-maxrregcount={at_plan.max_registers}"
     top = b.sass.highest_register()
     out = []
     if plan_regs != maxlive:
@@ -75,23 +77,47 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
                    + (f"{_pairs(plan)} 64-bit values need even-aligned pairs, and "
                       if _pairs(plan) else "")
                    + f"the {plan.allocator} assignment leaves {plan_regs - maxlive} register(s) of slack")
-    if used != top + 1 and top >= 0:
-        out.append(f"ptxas counts {used} registers while no SASS instruction names one above R{top}: the "
-                   f"{used - top - 1} on top are ptxas's own reservation, with no live range in the SASS")
-    if used != plan_regs:
-        direction = "more" if used > plan_regs else "fewer"
-        out.append(f"ptxas used {abs(used - plan_regs)} {direction} registers than planned ({used} vs {plan_regs}): "
-                   f"it re-allocates and reschedules; SASS MAXLIVE is {sass_max} against the plan's {maxlive}"
-                   + (f", under the cap {plan.budget} it was given" if used <= plan.budget else ""))
-    if allocated_registers(used) != used:
-        out.append(f"the GPU allocates {allocated_registers(used)} registers per thread for {used} "
-                   f"(256 per warp = {REGISTER_GRANULE} per thread)")
+    if at_plan.max_registers is None:
+        out.append(f"the plan's {plan_regs} registers are {arch}'s maximum, which ptxas never exceeds, so the plan "
+                   "cap passes no -maxrregcount (the flag at the maximum changes ptxas's schedule, not its limit)")
+    elif at_plan.max_registers != plan_regs:
+        out.append(f"the plan's {plan_regs} registers are below ptxas's floor on {arch}, so the plan cap is "
+                   f"{plan_flag} (ptxas raises any lower cap to it)")
+    out.append(_plan_cap_sentence(at_plan, plan_regs, plan_flag, b.sass.maxlive, maxlive))
+    out.append(_own_choice_sentence(own, plan_regs))
+    if at_plan.registers != top + 1 and top >= 0:
+        out.append(f"at the plan cap ptxas counts {at_plan.registers} registers while no SASS instruction names one "
+                   f"above R{top}: the {at_plan.registers - top - 1} on top are ptxas's own reservation, with no "
+                   "live range in the SASS")
+    if allocated_registers(at_plan.registers) != at_plan.registers:
+        out.append(f"at the plan cap the GPU allocates {allocated_registers(at_plan.registers)} registers per thread "
+                   f"for {at_plan.registers} (256 per warp = {REGISTER_GRANULE} per thread)")
     out.append(spill_sentence(plan, build, arch))
     return out
 
 
+def _plan_cap_sentence(r: CompileReport, plan_regs: int, flag: str, sass_maxlive: int, maxlive: int) -> str:
+    """What ptxas did with the plan's count as its cap: fitted it, or spilled."""
+    fit = (f"spilled {r.spill_store_bytes} B stored / {r.spill_load_bytes} B loaded: the plan's count does not "
+           "fit ptxas's own schedule" if r.spill_store_bytes or r.spill_load_bytes
+           else "without spilling: the plan's count fits ptxas's schedule")
+    return (f"at the plan cap ({flag}) ptxas used {r.registers} registers for the plan's {plan_regs} and {fit}; "
+            f"SASS MAXLIVE there is {sass_maxlive} against the plan's {maxlive}")
+
+
+def _own_choice_sentence(r: CompileReport, plan_regs: int) -> str:
+    """What ptxas chose with no cap, against the plan's count."""
+    diff = r.registers - plan_regs
+    gap = (f"{abs(diff)} {'more' if diff > 0 else 'fewer'} than planned: it re-allocates and reschedules the PTX "
+           "itself" if diff else "as many as planned")
+    spills = (f", and spilled {r.spill_store_bytes + r.spill_load_bytes} B" if r.spill_store_bytes
+              or r.spill_load_bytes else "")
+    return (f"with no -maxrregcount (ptxas's own choice, what a plain numba.cuda.jit gets) ptxas used "
+            f"{r.registers} registers, {gap}{spills}")
+
+
 def spill_sentence(plan: Plan, build: Build, arch: str) -> str:
-    """Whose spills the kernel has: the plan's (kept as st.local) and/or ptxas's own."""
+    """Whose spills the kernel at the plan cap has: the plan's (kept as st.local) and/or ptxas's own."""
     r = build.archs[arch].report
     src = build.source
     ptxas_own = r.spill_store_bytes or r.spill_load_bytes
@@ -101,17 +127,17 @@ def spill_sentence(plan: Plan, build: Build, arch: str) -> str:
                 f"{src.spill_loads} planned reloads (NVVM merges reloads of a slot with no store between)")
     else:
         kept = "the plan has no spills" if not plan.spills else "the plan's spills were left to the compiler"
-    own = (f"; ptxas spilled on its own: {r.spill_store_bytes} B stored, {r.spill_load_bytes} B loaded"
-           if ptxas_own else "; ptxas added no spills of its own")
+    own = (f"; at the plan cap ptxas spilled on its own: {r.spill_store_bytes} B stored, {r.spill_load_bytes} B "
+           "loaded" if ptxas_own else "; at the plan cap ptxas added no spills of its own")
     return kept + own
 
 
-def ptxas_figures(report: CompileReport, threads: int) -> PtxasFigures:
-    """What ptxas reported for one arch, with the occupancy of its register count."""
+def ptxas_figures(report: CompileReport, cap: str, threads: int) -> PtxasFigures:
+    """What ptxas reported for one arch at ``cap`` ("plan" or "compiler"), with the occupancy of its count."""
     r = report
-    return PtxasFigures(r.registers, allocated_registers(r.registers), r.spill_store_bytes, r.spill_load_bytes,
-                        r.stack_frame_bytes, r.shared_bytes, dict(r.constant_bytes), r.max_registers, r.compile_ms,
-                        tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
+    return PtxasFigures(cap, tuple(r.flags), r.registers, allocated_registers(r.registers), r.spill_store_bytes,
+                        r.spill_load_bytes, r.stack_frame_bytes, r.shared_bytes, dict(r.constant_bytes),
+                        r.max_registers, r.compile_ms, tuple(r.warnings), _occupancy(r.arch, r.registers, threads))
 
 
 def _schedule_source(arch: str, listing) -> str:
@@ -176,7 +202,8 @@ def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailabl
     threads = threads_per_block(plan)
     return Measurement(PlanSummary(plan.allocator, plan.budget, plan.program.name, plan.workload),
                        planned(plan, next(iter(build.archs))),
-                       {a: ptxas_figures(b.report, threads) for a, b in build.archs.items()},
+                       {a: ptxas_figures(b.report, "plan", threads) for a, b in build.archs.items()},
+                       {a: ptxas_figures(b.compiler, "compiler", threads) for a, b in build.archs.items()},
                        {a: sass_figures(plan, build, a) for a in build.archs}, kernel_figures(build),
                        simulator, gpu, build.toolchain, {k: round(v, 1) for k, v in build.timings_ms.items()},
                        build.cached, Listings(build.source.text, build.ptx,
@@ -202,9 +229,16 @@ def _measured(get):
 
 
 def _on(arch: str, get):
-    """A row getter on one arch's figures of a measurement: why there are none when it was not built for it."""
+    """A row getter on one arch's figures at the plan cap: why there are none when it was not built for it."""
     def read(m: Measurement):
         return get(m.ptxas[arch], m.sass[arch]) if arch in m.ptxas else f"not built for {arch}"
+    return _measured(read)
+
+
+def _no_cap(arch: str, get):
+    """A row getter on one arch's ptxas figures with no cap (ptxas's own choice)."""
+    def read(m: Measurement):
+        return get(m.ptxas_compiler[arch]) if arch in m.ptxas_compiler else f"not built for {arch}"
     return _measured(read)
 
 
@@ -231,8 +265,9 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
 
     Examples
     --------
-    >>> [label for label, _, _ in compare_rows(["sm_80"])][6:8]
-    ['sm_80 ptxas registers', 'sm_80 allocated (8/thread)']
+    >>> [label for label, _, _ in compare_rows(["sm_80"])][6:10]
+    ['sm_80 ptxas flags, plan cap', 'sm_80 ptxas registers, plan cap', 'sm_80 ptxas flags, no cap', \
+'sm_80 ptxas registers, no cap']
     """
     rows = [("planned registers", "min", lambda c: c.planned.registers),
             ("planned MAXLIVE", "min", lambda c: c.planned.maxlive),
@@ -241,12 +276,16 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
             ("occupancy, planned (warps/SM)", "max", lambda c: c.planned.occupancy.active_warps),
             ("next occupancy step", "", lambda c: c.planned.next_step)]
     for a in archs:
-        rows += [(f"{a} ptxas registers", "min", _on(a, lambda p, s: p.registers)),
-                 (f"{a} allocated (8/thread)", "min", _on(a, lambda p, s: p.allocated_registers)),
-                 (f"{a} spill bytes (st+ld)", "min", _on(a, lambda p, s: p.spill_bytes)),
-                 (f"{a} stack frame bytes", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
-                 (f"{a} occupancy (warps/SM)", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
-                 (f"{a} SASS MAXLIVE", "min", _on(a, lambda p, s: s.maxlive)),
+        rows += [(f"{a} ptxas flags, plan cap", "", _on(a, lambda p, s: " ".join(p.flags))),
+                 (f"{a} ptxas registers, plan cap", "min", _on(a, lambda p, s: p.registers)),
+                 (f"{a} ptxas flags, no cap", "", _no_cap(a, lambda p: " ".join(p.flags))),
+                 (f"{a} ptxas registers, no cap", "min", _no_cap(a, lambda p: p.registers)),
+                 (f"{a} spill bytes (st+ld), no cap", "min", _no_cap(a, lambda p: p.spill_bytes)),
+                 (f"{a} allocated (8/thread), plan cap", "min", _on(a, lambda p, s: p.allocated_registers)),
+                 (f"{a} spill bytes (st+ld), plan cap", "min", _on(a, lambda p, s: p.spill_bytes)),
+                 (f"{a} stack frame bytes, plan cap", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
+                 (f"{a} occupancy (warps/SM), plan cap", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
+                 (f"{a} SASS MAXLIVE, plan cap", "min", _on(a, lambda p, s: s.maxlive)),
                  (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule)))]
     rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
              ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),

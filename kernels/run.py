@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
+from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
 from engine.jobs import Cancelled, Progress
 from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source, loop_trips
@@ -168,8 +168,9 @@ def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S,
     if device is None:
         return Unavailable("no CUDA device")
     source = kernel_source(plan, spills)
+    # the plan cap of a build (with the oldest arch's floor, the device's is not known here); never the budget
     request = {"source": source.text, "kernel": source.name, "mode": "gpu", "repeats": repeats,
-               "max_registers": plan.budget}
+               "max_registers": plan_register_cap(load_arch(DEFAULT_ARCH), source.registers)}
     if batch:
         request["batch"] = batch
     return gpu_from_dict(run_worker(request, simulator=False, timeout=timeout, memory_mb=None))

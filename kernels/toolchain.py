@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from engine.arch import check_register_cap, load_arch
 from engine.errors import RegtuneError
 
 #: pip package providing each tool (for the missing-tool message).
@@ -111,10 +112,12 @@ class CompileReport:
     compile_ms: float
     max_registers: int | None = None
     warnings: tuple = field(default=())
+    #: the flags ptxas ran with, exactly as passed (see :func:`ptxas_flags`)
+    flags: tuple = field(default=())
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        d["warnings"] = list(self.warnings)
+        d["warnings"], d["flags"] = list(self.warnings), list(self.flags)
         return d
 
 
@@ -147,7 +150,7 @@ def _used(rest: str, figures: dict) -> None:
             figures["cmem"][m.group(3)] = int(m.group(1))
 
 
-def parse_ptxas(text: str, arch: str, max_registers: int | None = None) -> CompileReport:
+def parse_ptxas(text: str, arch: str, max_registers: int | None = None, flags: tuple = ()) -> CompileReport:
     """A :class:`CompileReport` from ``ptxas -v`` output for a single-kernel module."""
     figures: dict = {"cmem": {}, "warnings": [], "shared": 0, "barriers": 0}
     for raw in text.splitlines():
@@ -176,19 +179,35 @@ def parse_ptxas(text: str, arch: str, max_registers: int | None = None) -> Compi
     stack, stores, loads = figures["frame"]
     return CompileReport(arch, figures["registers"], stores, loads, stack, figures["shared"],
                          dict(sorted(figures["cmem"].items())), figures["barriers"], figures.get("time", 0.0),
-                         max_registers, tuple(figures["warnings"]))
+                         max_registers, tuple(figures["warnings"]), tuple(flags))
+
+
+def ptxas_flags(arch: str, max_registers: int | None = None) -> tuple[str, ...]:
+    """The flags of a ptxas run, the one place they are made: ``-arch``, ``-v`` and, only for a cap, ``-maxrregcount``.
+
+    ``None`` is no cap: no flag at all, ptxas's own choice (what a plain
+    ``numba.cuda.jit`` gets). A cap ptxas would not apply as given (above
+    255, below its floor) is an error, never a flag.
+
+    Examples
+    --------
+    >>> ptxas_flags("sm_80"), ptxas_flags("sm_90", 88)
+    (('-arch=sm_80', '-v'), ('-arch=sm_90', '-v', '-maxrregcount=88'))
+    """
+    a = load_arch(arch)
+    if max_registers is None:
+        return (f"-arch={a.name}", "-v")
+    return (f"-arch={a.name}", "-v", f"-maxrregcount={check_register_cap(a, max_registers)}")
 
 
 def ptxas(ptx: str, arch: str, max_registers: int | None = None) -> tuple[CompileReport, bytes]:
-    """Assemble ``ptx`` for ``arch`` with ``-v`` (and ``-maxrregcount``); the report and the cubin."""
+    """Assemble ``ptx`` for ``arch`` with :func:`ptxas_flags`; the report (flags included) and the cubin."""
+    flags = ptxas_flags(arch, max_registers)
     with tempfile.TemporaryDirectory(prefix="regtune-ptxas-") as tmp:
         src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
-        argv = [find_tool("ptxas"), f"-arch={arch}", "-v"]
-        if max_registers is not None:
-            argv.append(f"-maxrregcount={max_registers}")
-        done = _run(argv + [src, "-o", out], f"ptxas -arch={arch}")
-        report = parse_ptxas(done.stdout + "\n" + done.stderr, arch, max_registers)
+        done = _run([find_tool("ptxas"), *flags, src, "-o", out], f"ptxas {' '.join(flags)}")
+        report = parse_ptxas(done.stdout + "\n" + done.stderr, arch, max_registers, flags)
         return report, out.read_bytes()
 
 

@@ -154,7 +154,7 @@ def gpu(request: dict) -> dict:
     result = {"ok": ok, "max_error": error, "tolerance": m.TOLERANCE, "device": device.name.decode()
               if isinstance(device.name, bytes) else str(device.name), "median_ms": statistics.median(times),
               "repeats": repeats, "batch": batch, "registers": kernel.get_regs_per_thread(),
-              "local_bytes": kernel.get_local_mem_per_thread()}
+              "local_bytes": kernel.get_local_mem_per_thread(), "max_registers": request.get("max_registers")}
     if hasattr(m, "reference_shapes"):
         result["reference_ms"] = _reference_times(m.reference_shapes(batch), repeats)
     return result

@@ -43,6 +43,12 @@ METRIC_OF = {
     "occupancy (warps/SM)": "occupancy",
     "simulator check": "simulator", "GPU time (ms)": "gpu", "GPU registers / local B (driver)": "gpu",
     "ILP (model)": "ilp", "cycles/warp (model)": "cycles",
+    # ptxas at the two caps of a build (kernels/build.py): the plan's register count, and no -maxrregcount
+    "ptxas flags, plan cap": "flags", "ptxas flags, no cap": "flags",
+    "ptxas registers, plan cap": "registers", "ptxas registers, no cap": "registers",
+    "allocated (8/thread), plan cap": "registers", "SASS MAXLIVE, plan cap": "sass",
+    "spill bytes (st+ld), plan cap": "spills", "spill bytes (st+ld), no cap": "spills",
+    "stack frame bytes, plan cap": "spills", "occupancy (warps/SM), plan cap": "occupancy",
 }
 _ARCH = re.compile(r"^sm_\d+a? ")
 

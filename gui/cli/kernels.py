@@ -12,7 +12,13 @@ import sys
 from pathlib import Path
 
 from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
+from engine.arch import (
+    ARCHS,
+    DEFAULT_ARCH,
+    DEFAULT_BUILD_ARCHS,
+    check_register_cap,
+    load_arch,
+)
 from engine.errors import RegtuneError
 from engine.ilp import plan_ilp
 from engine.limits import CHECK_SECONDS
@@ -207,6 +213,10 @@ def cmd_budget_sweep(args) -> int:
     from gui.cli.progress import CommandProgress, Steps
     from kernels.pipeline import sweep_caps
 
+    try:
+        check_register_cap(arch, args.start)
+    except RegtuneError as e:
+        raise RegtuneError(f"--from {args.start}: {e}") from None
     plan = admit_plan(args.plan, args.time_limit).plan
     total = len(sweep_caps(args.start, args.stop)) + 1
     with CommandProgress("budget-sweep") as progress:
@@ -222,8 +232,23 @@ def cmd_budget_sweep(args) -> int:
           f"{'warps':>5} {'occupancy':>9}")
     for r in sweep.rows:
         print(f"{r.maxrregcount:>12} {r.registers:>9} {r.spill_store_bytes:>10} {r.spill_load_bytes:>10} "
-              f"{r.stack_frame_bytes:>8} {r.active_warps:>5} {r.occupancy:>9.1%}")
+              f"{r.stack_frame_bytes:>8} {r.active_warps:>5} {r.occupancy:>9.1%}{_sweep_mark(sweep, r)}")
+    own = sweep.no_cap
+    print(f"{'no flag':>12} {own.registers:>9} {own.spill_store_bytes:>10} {own.spill_load_bytes:>10} "
+          f"{own.stack_frame_bytes:>8} {own.active_warps:>5} {own.occupancy:>9.1%}  <- ptxas's own choice "
+          "(no -maxrregcount)")
+    if sweep.rows[-1].maxrregcount < sweep.plan_registers:
+        print(f"the plan's count, {sweep.plan_registers} registers, is above every cap swept")
     return 0
+
+
+def _sweep_mark(sweep, row) -> str:
+    """The mark of the plan's register count on the sweep's row for it (the first cap at or above it)."""
+    first = next((r for r in sweep.rows if r.maxrregcount >= sweep.plan_registers), None)
+    if row is not first:
+        return ""
+    at = "" if row.maxrregcount == sweep.plan_registers else " (first cap at or above it)"
+    return f"  <- the plan's count, {sweep.plan_registers} registers{at}"
 
 
 def _limit_flags(p, simulator: bool = True) -> None:

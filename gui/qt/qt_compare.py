@@ -172,9 +172,10 @@ class QtSassView(QWidget):
             return
         self.timeline.show_sass(s, self.budget)
         self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
-        self.caption.setText(f"{a}: ptxas {m.ptxas[a].registers} registers, SASS MAXLIVE {s.maxlive} "
-                             f"(plan: {m.planned.registers} registers, MAXLIVE {m.planned.maxlive}); "
-                             + " ".join(m.sass[a].explanation[:2]))
+        at_plan, own = m.ptxas[a], m.ptxas_compiler[a]
+        self.caption.setText(f"{a}, {m.kernel.entry} at the {at_plan.cap_text}: ptxas {at_plan.registers} "
+                             f"registers, SASS MAXLIVE {s.maxlive} (plan: {m.planned.registers} registers, MAXLIVE "
+                             f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers)")
 
     def highlight(self, row: int) -> None:
         block = self.text.document().findBlockByNumber(row)
@@ -193,7 +194,8 @@ class QtSassView(QWidget):
 
 
 class QtBudgetSweep(QWidget):
-    """ptxas registers, spill bytes and occupancy against -maxrregcount for the selected plan."""
+    """ptxas registers, spill bytes and occupancy against -maxrregcount for the selected plan, with two marks: the
+    plan's register count (a vertical line) and ptxas's own choice with no flag (a horizontal line)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -210,6 +212,14 @@ class QtBudgetSweep(QWidget):
         self.warp_curve = self.regs.plot([], [], pen=pg.mkPen("#59a14f", width=2), symbol="t",
                                          name="active warps / SM")
         self.spill_curve = self.spills.plot([], [], pen=pg.mkPen("#e15759", width=2), symbol="s")
+        dashed = {"width": 1, "style": Qt.PenStyle.DashLine}
+        self.plan_mark = pg.InfiniteLine(angle=90, pen=pg.mkPen("#b07aa1", **dashed), movable=False,
+                                         label="", labelOpts={"position": 0.9, "color": "#b07aa1"})
+        self.own_mark = pg.InfiniteLine(angle=0, pen=pg.mkPen("#f28e2b", **dashed), movable=False,
+                                        label="", labelOpts={"position": 0.15, "color": "#f28e2b"})
+        for mark in (self.plan_mark, self.own_mark):
+            mark.setVisible(False)
+            self.regs.addItem(mark)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
@@ -223,7 +233,19 @@ class QtBudgetSweep(QWidget):
         self.reg_curve.setData(caps, [r.registers for r in self.rows])
         self.warp_curve.setData(caps, [r.active_warps for r in self.rows])
         self.spill_curve.setData(caps, [r.spill_store_bytes + r.spill_load_bytes for r in self.rows])
+        self._mark(sweep)
         cliff = sweep.cliff()
         self.caption.setText(f"{plan_name} on {sweep.arch}: "
                              + (f"ptxas spills at -maxrregcount {cliff} and below" if cliff
-                                else "no spills at any cap swept"))
+                                else "no spills at any cap swept")
+                             + f"; the plan's count is {sweep.plan_registers} registers, ptxas with no "
+                               f"-maxrregcount chose {sweep.no_cap.registers}")
+
+    def _mark(self, sweep) -> None:
+        """The plan's count at x = its registers; ptxas's own choice at y = its registers."""
+        for mark, value, text in ((self.plan_mark, sweep.plan_registers, f"plan: {sweep.plan_registers}"),
+                                  (self.own_mark, sweep.no_cap.registers,
+                                   f"ptxas, no flag: {sweep.no_cap.registers}")):
+            mark.setVisible(True)               # first: a hidden line's label does not take new text
+            mark.setValue(value)
+            mark.label.setFormat(text)

@@ -27,10 +27,11 @@ main_run = launch_args = check = None
 
 
 def kernel(max_registers=None):
-    """The CUDA kernel, compiled for the current device with the plan's register cap."""
+    """The CUDA kernel, compiled for the current device with the register cap ``max_registers`` (None: no
+    -maxrregcount, ptxas's own choice; the budget MAX_REGISTERS is never a cap)."""
     if config.ENABLE_CUDASIM:  # the simulator takes neither a signature nor a register cap
         return cuda.jit(KERNEL_FUNCTION)
-    return cuda.jit(SIGNATURE, max_registers=max_registers or MAX_REGISTERS)(KERNEL_FUNCTION)
+    return cuda.jit(SIGNATURE, max_registers=max_registers)(KERNEL_FUNCTION)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,9 +50,41 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     capsys.readouterr()
     assert main(["build", plan, "--arch", "sm_80", "--out-dir", str(tmp_path / "o"), "--no-simulate"]) == 0
     out = capsys.readouterr().out
-    assert "sm_80 ptxas registers" in out and "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
     row = next(line for line in out.splitlines() if line.startswith("sm_80 SASS issue cycles/warp (model)"))
     assert int(row.split()[-1]) > 0
+    assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
+    assert "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
+    assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.MULTILINE)
+    assert re.search(r"^  sm_80: with no -maxrregcount \(ptxas's own choice", out, re.MULTILINE)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
+        ["dsatur-plan.py", "dsatur-plan.ptx", "dsatur-plan.sm_80.sass", "dsatur-plan.report.json"])
+    entry = "regtune_gemm_m4n4k4_t4x4_k_outer_dsatur"       # the kernel's short name in its PTX and SASS
+    assert f".visible .entry {entry}(" in (tmp_path / "o" / "dsatur-plan.ptx").read_text()
+    assert f".text.{entry}" in (tmp_path / "o" / "dsatur-plan.sm_80.sass").read_text()
+    report = json.loads((tmp_path / "o" / "dsatur-plan.report.json").read_text())
+    cap = report["ptxas"]["sm_80"]["max_registers"]
+    assert report["ptxas"]["sm_80"]["flags"] == ["-arch=sm_80", "-v", f"-maxrregcount={cap}"]
+    assert report["ptxas_compiler"]["sm_80"]["flags"] == ["-arch=sm_80", "-v"]
+
+
+def test_compare_gemm_8x8x8_shows_ptxas_at_the_plan_cap_and_with_no_cap_with_their_flags(capsys):
+    args = ["compare", "gemm", "--m", "8", "--n", "8", "--k", "8", "--allocators", "chaitin-briggs", "--no-simulate"]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "maxrregcount=255" not in table
+    assert main([*args, "--format", "json"]) == 0
+    rows = {r["row"]: r["values"]["chaitin-briggs"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    for arch in ("sm_80", "sm_90"):
+        for label in ("ptxas flags, plan cap", "ptxas registers, plan cap", "ptxas flags, no cap",
+                      "ptxas registers, no cap"):
+            assert f"{arch} {label}" in table
+        assert rows[f"{arch} ptxas flags, plan cap"] == f"-arch={arch} -v -maxrregcount=88"
+        assert rows[f"{arch} ptxas flags, no cap"] == f"-arch={arch} -v"
+        # measured with ptxas 13.5: 88 at the plan cap, 96 with no flag (206 with the old -maxrregcount=255)
+        assert rows[f"{arch} ptxas registers, plan cap"] <= 88 < rows[f"{arch} ptxas registers, no cap"] < 206
+    assert main([*args, "--format", "csv", "--metrics", "flags"]) == 0
+    assert [row[1] for row in list(csv.reader(capsys.readouterr().out.splitlines()))[1:]] == [
+        f"{a} ptxas flags, {cap}" for a in ("sm_80", "sm_90") for cap in ("plan cap", "no cap")]
 
 
 def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
@@ -63,7 +97,7 @@ def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
     assert data["compared"] == "gemm 3x3x3, tile 3x3, schedule k-outer, budget 255; sm_80"
     rows = {r["row"]: r["values"] for r in data["rows"]}
     assert all(v.startswith("ok") for v in rows["simulator check"].values())
-    assert all(v >= 1 for v in rows["sm_80 ptxas registers"].values())
+    assert all(v >= 1 for v in rows["sm_80 ptxas registers, plan cap"].values())
 
 
 def test_compare_fail_on_spill_exits_1_when_a_kernel_spills(capsys):
@@ -79,18 +113,38 @@ def test_budget_sweep_shows_the_spill_cliff(tmp_path, capsys):
                  "--out", str(path)]) == 0
     capsys.readouterr()
     assert main(["budget-sweep", str(path), "--arch", "sm_80", "--from", "32", "--to", "96", "--json"]) == 0
-    sweep = json.loads(capsys.readouterr().out)["sweep"]
+    report = json.loads(capsys.readouterr().out)
+    sweep = report["sweep"]
     assert [r["maxrregcount"] for r in sweep] == list(range(32, 97, 8))
     assert all(r["registers"] <= r["maxrregcount"] for r in sweep)
     assert sweep[0]["spill_store_bytes"] > 0 and sweep[0]["active_warps"] >= sweep[-1]["active_warps"]
+    assert report["plan_registers"] == 88 and report["no_cap"]["maxrregcount"] is None
+    assert report["no_cap"]["registers"] > 0
+
+
+def test_budget_sweep_marks_the_plans_count_and_ptxas_own_choice(tmp_path, capsys):
+    path = tmp_path / "big.json"
+    assert main(["allocate", "gemm", "--m", "8", "--n", "8", "--k", "8", "--allocator", "linear-scan",
+                 "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["budget-sweep", str(path), "--arch", "sm_80", "--from", "80", "--to", "96"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    marked = [line for line in lines if "<- the plan's count" in line]
+    assert len(marked) == 1 and marked[0].split()[0] == "88" and marked[0].endswith("88 registers")
+    own = [line for line in lines if line.split()[:2] == ["no", "flag"]]
+    assert len(own) == 1 and own[0].endswith("<- ptxas's own choice (no -maxrregcount)")
+    assert [line.split()[0] for line in lines[2:5]] == ["80", "88", "96"]      # the rows are as they were
 
 
 def test_kernel_commands_reject_bad_input_in_one_line(tmp_path, capsys):
     assert main(["build", str(tmp_path / "missing.json"), "--out-dir", str(tmp_path)]) == 2
     assert main(["budget-sweep", _plan(tmp_path), "--from", "300"]) == 2
     assert main(["compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--arch", "sm_75"]) == 2
+    assert main(["budget-sweep", _plan(tmp_path), "--from", "8"]) == 2      # ptxas would raise 8 to 24
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(line.startswith("regtune: error: ") for line in err)
+    assert len(err) == 4 and all(line.startswith("regtune: error: ") for line in err)
+    assert err[3] == ("regtune: error: --from 8: -maxrregcount=8 is not a cap ptxas applies on sm_80: it takes "
+                      "24..255 (it would raise 8 to 24)")
     assert "unknown architecture 'sm_75'" in err[2]
 
 
@@ -141,9 +195,10 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     lines = printed.out.splitlines()
     assert lines[0] == "metric,row,dsatur,linear-scan"
     assert {line.split(",")[0] for line in lines[1:]} == {"registers", "spills"}
-    assert [line.split(",")[1] for line in lines[1:]] == [
-        "planned registers", "planned spills (values)", "sm_80 ptxas registers", "sm_80 allocated (8/thread)",
-        "sm_80 spill bytes (st+ld)", "sm_80 stack frame bytes"]
+    assert [row[1] for row in list(csv.reader(lines))[1:]] == [            # labels with a comma are quoted
+        "planned registers", "planned spills (values)", "sm_80 ptxas registers, plan cap",
+        "sm_80 ptxas registers, no cap", "sm_80 spill bytes (st+ld), no cap", "sm_80 allocated (8/thread), plan cap",
+        "sm_80 spill bytes (st+ld), plan cap", "sm_80 stack frame bytes, plan cap"]
     assert "regtune compare: linear-scan: done: 6/6" in printed.err
     assert main([*args, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.splitlines()[2] == "|  | dsatur | linear-scan |"

@@ -132,7 +132,7 @@ def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(w
     assert "sm_80" in window.sass_view.sass and window.sass_view.timeline.data is not None
     window.tabs.setCurrentWidget(window.compare)
     assert window.compare.caption.text().startswith(f"Measured: {window.doc.session.current} (1 of ")
-    label = "sm_80 ptxas registers"
+    label = "sm_80 ptxas registers, plan cap"
     assert window.compare.cell(label, window.doc.session.current).split()[0].isdigit()
 
 

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 import kernels.toolchain as toolchain
+from engine.errors import RegtuneError
 from gui.cli.main import main
 from kernels.build import build_plan
 from kernels.sass import SassError, parse_sass
@@ -55,11 +56,12 @@ def test_parsed_registers_equal_what_ptxas_prints(arch, tmp_path):
     build = build_plan(gemm_plan(4, 4, 4, "chaitin-briggs"), (arch,))
     ptx = tmp_path / "k.ptx"
     ptx.write_text(build.ptx)
-    done = subprocess.run([str(find_tool("ptxas")), f"-arch={arch}", "-v", "-maxrregcount=255", str(ptx),
-                           "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True)
-    printed = int(re.search(r"Used (\d+) registers", done.stdout + done.stderr).group(1))
-    assert build.archs[arch].report.registers == printed
-    assert build.archs[arch].sass.maxlive <= printed
+    for report in (build.archs[arch].report, build.archs[arch].compiler):   # each run again with its own flags
+        done = subprocess.run([str(find_tool("ptxas")), *report.flags, str(ptx), "-o", str(tmp_path / "k.cubin")],
+                              capture_output=True, text=True, check=True)
+        printed = int(re.search(r"Used (\d+) registers", done.stdout + done.stderr).group(1))
+        assert report.registers == printed
+    assert build.archs[arch].sass.maxlive <= build.archs[arch].report.registers
 
 
 def test_a_cap_below_the_need_makes_ptxas_spill_and_the_report_says_so():
@@ -67,8 +69,8 @@ def test_a_cap_below_the_need_makes_ptxas_spill_and_the_report_says_so():
     report, _ = ptxas(build.ptx, "sm_80", 32)
     assert report.registers <= 32
     assert report.spill_store_bytes > 0 and report.spill_load_bytes > 0
-    low, _ = ptxas(build.ptx, "sm_80", 16)
-    assert low.registers == 24 and any("lower bound of 24" in w for w in low.warnings)
+    with pytest.raises(RegtuneError, match=r"^-maxrregcount=16 is not a cap ptxas applies on sm_80: it takes 24\.\.255"):
+        ptxas(build.ptx, "sm_80", 16)                     # ptxas would raise it to 24: never passed
 
 
 def test_sass_live_ranges_add_up_to_nvdisasm_counts():
@@ -98,5 +100,9 @@ def test_a_second_identical_build_compiles_nothing():
     assert again.cached and "nvvm" not in again.timings_ms
     assert not any(k.startswith(("ptxas", "nvdisasm")) for k in again.timings_ms)
     assert again.ptx == first.ptx and again.archs["sm_90"].report == first.archs["sm_90"].report
-    other = build_plan(plan.with_(budget=64), ("sm_80",))       # another -maxrregcount: ptxas runs again
-    assert not other.cached and "ptxas sm_80" in other.timings_ms and "nvvm" not in other.timings_ms
+    assert build_plan(plan.with_(budget=64), ("sm_80", "sm_90")).cached      # the budget is no flag: nothing runs
+    wider = plan.with_(assignment={v: tuple(r + 2 for r in regs) for v, regs in plan.assignment.items()})
+    other = build_plan(wider, ("sm_80",))       # two more registers: another plan cap, ptxas runs again at it only
+    assert other.archs["sm_80"].report.max_registers == first.archs["sm_80"].report.max_registers + 2
+    assert "ptxas sm_80 plan cap" in other.timings_ms and "nvvm" not in other.timings_ms
+    assert "ptxas sm_80 no cap" not in other.timings_ms
