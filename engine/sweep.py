@@ -25,14 +25,15 @@ from engine.ir import parse, print_program
 from engine.jobs import Cancelled, NullProgress
 from engine.liveness import analyze
 from engine.verify import static_conflicts
-from engine.workloads.gemm import Gemm, build_gemm
+from engine.workloads.gemm import Gemm, gemm_build
 from engine.workloads.mha import Mha, build_mha
 
 
-def evaluate_program(program, budget: int = 255) -> dict:
-    """MAXLIVE and each allocator's registers and spills for one program."""
+def evaluate_program(program, budget: int = 255, analysis=None) -> dict:
+    """MAXLIVE and each allocator's registers and spills for one program (``analysis``: the program's, when the
+    caller has it)."""
     t = time.perf_counter()
-    analysis = analyze(program)
+    analysis = analysis if analysis is not None else analyze(program)
     row = {"instructions": len(program.instructions), "maxlive": analysis.maxlive,
            "naive_demand": naive_demand(analysis), "allocators": {}}
     for name in sorted(ALLOCATORS):
@@ -51,8 +52,8 @@ def parses_back(program) -> bool:
 
 
 def evaluate_gemm(w: Gemm) -> dict:
-    program, options = build_gemm(w)
-    return {"workload": w.as_dict(), "options": options, **evaluate_program(program)}
+    built = gemm_build(w)     # choosing the tile analysed the program: the row reuses that analysis
+    return {"workload": w.as_dict(), "options": built.options, **evaluate_program(built.program, 255, built.analysis)}
 
 
 def evaluate_mha_program(heads: int, head_dim: int, groups: int, strategies=()) -> dict:

@@ -14,7 +14,7 @@ The module registers :class:`GemmWorkload` as workload ``gemm``.
 
 Examples
 --------
->>> from engine.liveness import analyze
+>>> from engine.liveness import Analysis, analyze
 >>> w = Gemm(8, 8, 8)
 >>> [analyze(gemm_program(w, tile=(4, 4), schedule=s)).maxlive for s in SCHEDULES]
 [77, 32, 26]
@@ -30,7 +30,7 @@ from engine import fields
 from engine.errors import PlanError, RegtuneError
 from engine.inputs import InputModel
 from engine.ir import Program
-from engine.liveness import analyze
+from engine.liveness import Analysis, analyze
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
 
@@ -266,15 +266,26 @@ def _lower_bound(w: Gemm, tile: tuple[int, int], schedule: str) -> int:
     return tm * tn + (tm + tn if schedule == "k-outer" else 2)
 
 
-def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tuple[int, int], Program]:
+@dataclass(frozen=True)
+class GemmBuild:
+    """A built GEMM program: its options, and the analysis the build made of it to choose the tile (None when
+    the tile was given), which a caller that analyses the program next need not compute again."""
+
+    program: Program
+    options: dict
+    analysis: Analysis | None = None
+
+
+def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tuple[int, int], Program, Analysis | None]:
     limit = (1 - headroom) * budget
     for tile in tiles(w):
         if _lower_bound(w, tile, schedule) > limit:
             continue
         program = gemm_program(w, tile, schedule)
-        if analyze(program).maxlive <= limit:
-            return tile, program
-    return (1, 1), gemm_program(w, (1, 1), schedule)
+        analysis = analyze(program)
+        if analysis.maxlive <= limit:
+            return tile, program, analysis
+    return (1, 1), gemm_program(w, (1, 1), schedule), None
 
 
 def arch_limit(arch: str | None = None) -> int:
@@ -302,15 +313,23 @@ def build_gemm(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, limit: int 
                headroom: float = HEADROOM) -> tuple[Program, dict]:
     """The program and its options; ``tile`` None: :func:`default_tile` against ``limit`` (default: the
     architecture's register limit, never the budget unless the caller passes it as ``limit``)."""
+    built = gemm_build(w, tile, schedule, limit, headroom)
+    return built.program, built.options
+
+
+def gemm_build(w: Gemm, tile=None, schedule: str = DEFAULT_SCHEDULE, limit: int | None = None,
+               headroom: float = HEADROOM) -> GemmBuild:
+    """:func:`build_gemm`'s program and options, with the analysis choosing the tile made of the program."""
     check_gemm(w, tile, schedule)
+    analysis = None
     if tile is None:
-        tile, program = _fitting(w, schedule, limit or arch_limit(), headroom)
+        tile, program, analysis = _fitting(w, schedule, limit or arch_limit(), headroom)
     else:
         tile = tuple(tile)
         program = gemm_program(w, tile, schedule)
     options = {"tile": list(tile), "schedule": schedule, "threads_per_block": threads_per_block(w, tile),
                "matrices_per_block": matrices_per_block(w, tile)}
-    return program, options
+    return GemmBuild(program, options, analysis)
 
 
 def input_model(w: Gemm, options: dict) -> InputModel:
