@@ -115,6 +115,7 @@ def load_arch(name: str) -> Arch:
     data["compute_capability"] = tuple(data["compute_capability"])
     data["bank_model"] = BankModel(**data["bank_model"])
     data.pop("latency", None)           # the latency table: load_latencies
+    data.pop("throughput", None)        # the time model's machine: engine.timemodel.load_machine
     return Arch(**data)
 
 
