@@ -170,6 +170,7 @@ class ModelTime:
     source: str
     issue_cycles: int
     instructions: int
+    registers: int
     blocks: int
     threads: int
     active_blocks: int
@@ -211,5 +212,6 @@ def model_time(arch: str, issue_cycles: int, instructions: int, registers: int, 
     moved = blocks * threads * bytes_per_thread
     memory = moved / (m.memory_bandwidth_gbs * 1e3)
     bound = "memory" if memory > compute else "latency" if issue_cycles >= issue else "issue"
-    return ModelTime(arch, m.product, source, issue_cycles, instructions, blocks, threads, occ.active_blocks,
+    return ModelTime(arch, m.product, source, issue_cycles, instructions, registers, blocks, threads,
+                     occ.active_blocks,
                      occ.active_warps, waves, per_wave, compute, moved, memory, max(compute, memory), bound)
