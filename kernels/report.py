@@ -237,7 +237,10 @@ def plan_model_time(plan: Plan, arch: str, ilp=None) -> ModelTimeFigures | Unava
 
 def sass_model_time(plan: Plan, build: Build, arch: str, schedule) -> ModelTimeFigures | Unavailable:
     """Model time of the built kernel on ``arch``: the SASS's issue cycles (``schedule``), ptxas's registers at
-    the plan cap and the SASS's global and local loads and stores along its executed path."""
+    the plan cap and the SASS's global and local loads and stores along its executed path
+    (:func:`kernels.control.executed_path`, which takes a predicated forward branch: where ptxas branches
+    around a side, e.g. GEMM's ``beta != 0`` loads of C, that side's bytes are not counted, while the plan's
+    path takes the longer side; GEMM 8x8x8: 768 against 1024 bytes a thread)."""
     grid = gpu_grid(plan)
     if grid is None:
         return Unavailable("no model time: the plan has no workload, so no grid")
