@@ -38,7 +38,6 @@ import numpy as np
 from engine.errors import RegtuneError
 
 
-
 def _registry() -> tuple[str, ...]:
     """The names of the ``resources/arch`` data files, ordered by their compute capability."""
     found = {}
@@ -106,7 +105,7 @@ class Arch:
     bank_model: BankModel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_arch(name: str) -> Arch:
     """The architecture ``name``, one of :data:`ARCHS` (checked before any file is read)."""
     if name not in ARCHS:
@@ -115,6 +114,7 @@ def load_arch(name: str) -> Arch:
     data["compute_capability"] = tuple(data["compute_capability"])
     data["bank_model"] = BankModel(**data["bank_model"])
     data.pop("latency", None)           # the latency table: load_latencies
+    data.pop("throughput", None)        # the time model's machine: engine.timemodel.load_machine
     return Arch(**data)
 
 

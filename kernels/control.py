@@ -299,3 +299,47 @@ def issue_cycles(listing: Listing, latencies: dict, trips: dict | None = None) -
         stalls += c.stall
         now = start + max(c.stall, 1)
     return IssueCycles(now, stalls, waited, len(path), note)
+
+
+#: SASS memory opcodes (the part before the first dot) -> which traffic they are: global or local (spills)
+_TRAFFIC = {"LDG": "global", "STG": "global", "LDL": "local", "STL": "local"}
+#: a width suffix of a SASS load or store -> its bytes per thread (no suffix: 32 bits)
+_WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+@dataclass(frozen=True)
+class SassTraffic:
+    """Bytes one thread moves along the SASS's executed path: global (LDG, STG) and local (LDL, STL)."""
+
+    global_bytes: int
+    local_bytes: int
+
+    @property
+    def total(self) -> int:
+        return self.global_bytes + self.local_bytes
+
+
+def traffic(listing: Listing, trips: dict | None = None) -> SassTraffic:
+    """The bytes one thread loads and stores along the executed path (:func:`executed_path`), by each
+    opcode's width suffix (``.64``: 8 bytes, ``.128``: 16, ``.U8``: 1, none: 4).
+
+    Examples
+    --------
+    >>> text = '''  /*0000*/ LDG.E.64 R0, [R2.64] ; /* 0x0000000002007981 */
+    ...                                     /* 0x000fe20000000000 */
+    ...   /*0010*/ STL [R1], R0 ; /* 0x0000000000007221 */
+    ...                                     /* 0x000fe20000000000 */
+    ...   /*0020*/ LDG.E.U8 R4, [R2.64] ; /* 0x0000000002007981 */
+    ...                                     /* 0x000fe20000000000 */
+    ...   /*0030*/ EXIT ; /* 0x000000000000794d */
+    ...                                     /* 0x000fe20000000000 */'''
+    >>> traffic(parse_hex(text))
+    SassTraffic(global_bytes=9, local_bytes=4)
+    """
+    path, _ = executed_path(listing, trips or {})
+    moved = {"global": 0, "local": 0}
+    for i in path:
+        parts = listing.instructions[i].opcode.split(".")
+        if parts[0] in _TRAFFIC:
+            moved[_TRAFFIC[parts[0]]] += next((_WIDTHS[p] for p in parts[1:] if p in _WIDTHS), 4)
+    return SassTraffic(moved["global"], moved["local"])

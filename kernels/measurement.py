@@ -102,7 +102,7 @@ class Planned(_Record):
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Planned":
+    def from_dict(cls, data: dict) -> Planned:
         occ = dict(data["occupancy"])
         return super().from_dict({**data, "arch": occ.pop("arch"), "occupancy": OccupancyFigures.from_dict(occ)})
 
@@ -242,6 +242,36 @@ def gpu_from_dict(data: dict) -> GpuRun | Unavailable:
 
 
 @dataclass(frozen=True)
+class ModelTimeFigures(_Record):
+    """Model time of the kernel on one arch (:func:`engine.timemodel.model_time`; a model, never a measured
+    time): ``source`` "plan" (the plan's issue cycles, registers and traffic) or "sass" (ptxas's issue cycles,
+    registers at the plan cap and the SASS's loads and stores); times in microseconds."""
+
+    arch: str
+    product: str
+    source: str
+    issue_cycles: int
+    instructions: int
+    registers: int
+    blocks: int
+    threads: int
+    active_blocks: int
+    warps_per_sm: int
+    waves: int
+    cycles_per_wave: int
+    compute_us: float
+    bytes_moved: int
+    memory_us: float
+    model_time_us: float
+    bound: str
+
+
+def model_time_from_dict(data: dict) -> ModelTimeFigures | Unavailable:
+    """A model time from a report, or why there is none."""
+    return Unavailable(data["error"]) if "error" in data else ModelTimeFigures.from_dict(data)
+
+
+@dataclass(frozen=True)
 class PlanSummary(_Record):
     """Which plan a measurement is of."""
 
@@ -294,6 +324,8 @@ class Measurement(_Record):
     listings: Listings | None = field(default=None, compare=False)
     #: a note for the user when the build cache could not be used (not part of the report)
     cache_warning: str = field(default="", compare=False)
+    #: arch -> {"plan": ..., "sass": ...}: :class:`ModelTimeFigures` or why there is none (empty: an older report)
+    model_time: dict = field(default_factory=dict)
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -306,10 +338,11 @@ class Measurement(_Record):
         return out
 
     @classmethod
-    def from_dict(cls, data: dict, listings: Listings | None = None) -> "Measurement":
+    def from_dict(cls, data: dict, listings: Listings | None = None) -> Measurement:
         values = {name: read(data[name]) for name, read in _measurement_fields().items()}
+        model = {a: {s: model_time_from_dict(v) for s, v in by.items()} for a, by in data.get("model_time", {}).items()}
         return cls(**values, toolchain=data["toolchain"], timings_ms=dict(data["timings_ms"]),
-                   cached=data["cached"], listings=listings)
+                   cached=data["cached"], listings=listings, model_time=model)
 
     def to_reply(self) -> dict:
         """The worker's reply: the report and the listings."""
@@ -317,7 +350,7 @@ class Measurement(_Record):
         return {"report": self.to_dict(), "ptx": listings.ptx, "source": listings.source, "sass": dict(listings.sass)}
 
     @classmethod
-    def from_reply(cls, reply: dict) -> "Measurement":
+    def from_reply(cls, reply: dict) -> Measurement:
         return cls.from_dict(reply["report"], Listings(reply["source"], reply["ptx"], dict(reply["sass"])))
 
     @functools.cached_property
@@ -374,7 +407,7 @@ class Sweep(_Record):
                 "no_cap": self.no_cap.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Sweep":
+    def from_dict(cls, data: dict) -> Sweep:
         return super().from_dict({**data, "rows": data["sweep"]})
 
     def cliff(self) -> int | None:

@@ -14,16 +14,46 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from engine.arch import DEFAULT_ARCH, load_arch, load_latencies, next_register_step, occupancy
+from engine.arch import (
+    DEFAULT_ARCH,
+    load_arch,
+    load_latencies,
+    next_register_step,
+    occupancy,
+)
+from engine.errors import RegtuneError
+from engine.ilp import plan_ilp
 from engine.plan import Plan, registers_used
 from engine.predict import predict, program_maxlive
 from engine.structure import loop_trips
+from engine.timemodel import model_time, thread_traffic
 from kernels.build import Build
-from kernels.control import ControlError, issue_cycles, latency_class, loops, parse_hex
-from kernels.measurement import (GpuRun, KernelFigures, Listings, Measurement, OccupancyFigures, Planned, PlanSummary,
-                                 PtxasFigures, SassFigures, ScheduleFigures, SimulatorCheck, Unavailable)
+from kernels.control import (
+    ControlError,
+    issue_cycles,
+    latency_class,
+    loops,
+    parse_hex,
+    traffic,
+)
+from kernels.harness import gpu_grid
+from kernels.measurement import (
+    GpuRun,
+    KernelFigures,
+    Listings,
+    Measurement,
+    ModelTimeFigures,
+    OccupancyFigures,
+    Planned,
+    PlanSummary,
+    PtxasFigures,
+    SassFigures,
+    ScheduleFigures,
+    SimulatorCheck,
+    Unavailable,
+)
 from kernels.toolchain import CompileReport
 
 #: registers per thread are allocated per warp in units of 256, i.e. 8 per thread
@@ -185,6 +215,48 @@ def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
                        schedule_figures(plan, build, arch))
 
 
+def _model(arch: str, cycles: int, instructions: int, registers: int, grid, nbytes: int, source: str):
+    try:
+        return ModelTimeFigures(**asdict(model_time(arch, cycles, instructions, registers, grid[1], grid[0], nbytes,
+                                                    source)))
+    except RegtuneError as e:
+        return Unavailable(f"no model time: {e}")
+
+
+def plan_model_time(plan: Plan, arch: str, ilp=None) -> ModelTimeFigures | Unavailable:
+    """Model time of the plan on ``arch`` from the plan alone: its issue cycles (engine/ilp.py), register
+    count and traffic, over the grid a GPU run launches; ``ilp``: the caller's :func:`plan_ilp` on ``arch``."""
+    grid = gpu_grid(plan)
+    if grid is None:
+        return Unavailable("no model time: the plan has no workload, so no grid")
+    f = ilp or plan_ilp(plan, arch)
+    return _model(arch, f.cycles, f.instructions, registers_used(plan.assignment), grid,
+                  thread_traffic(plan.program).total,
+                  "plan")
+
+
+def sass_model_time(plan: Plan, build: Build, arch: str, schedule) -> ModelTimeFigures | Unavailable:
+    """Model time of the built kernel on ``arch``: the SASS's issue cycles (``schedule``), ptxas's registers at
+    the plan cap and the SASS's global and local loads and stores along its executed path
+    (:func:`kernels.control.executed_path`, which takes a predicated forward branch: where ptxas branches
+    around a side, e.g. GEMM's ``beta != 0`` loads of C, that side's bytes are not counted, while the plan's
+    path takes the longer side; GEMM 8x8x8: 768 against 1024 bytes a thread)."""
+    grid = gpu_grid(plan)
+    if grid is None:
+        return Unavailable("no model time: the plan has no workload, so no grid")
+    if not isinstance(schedule, ScheduleFigures):
+        return Unavailable(f"no model time: {schedule}")
+    moved = traffic(parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)).total
+    return _model(arch, schedule.issue_cycles, schedule.instructions_issued, build.archs[arch].report.registers,
+                  grid, moved, "sass")
+
+
+def model_times(plan: Plan, build: Build, sass: dict) -> dict:
+    """arch -> {"plan": ..., "sass": ...} model times of every arch built (``sass``: its SassFigures)."""
+    return {a: {"plan": plan_model_time(plan, a), "sass": sass_model_time(plan, build, a, s.schedule)}
+            for a, s in sass.items()}
+
+
 def kernel_figures(build: Build) -> KernelFigures:
     """Whose spills the kernel carries, and how many local and global accesses reached its PTX."""
     src = build.source
@@ -200,15 +272,16 @@ def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailabl
     result is the report ``regtune build`` writes.
     """
     threads = threads_per_block(plan)
+    sass = {a: sass_figures(plan, build, a) for a in build.archs}
     return Measurement(PlanSummary(plan.allocator, plan.budget, plan.program.name, plan.workload),
                        planned(plan, next(iter(build.archs))),
                        {a: ptxas_figures(b.report, "plan", threads) for a, b in build.archs.items()},
                        {a: ptxas_figures(b.compiler, "compiler", threads) for a, b in build.archs.items()},
-                       {a: sass_figures(plan, build, a) for a in build.archs}, kernel_figures(build),
+                       sass, kernel_figures(build),
                        simulator, gpu, build.toolchain, {k: round(v, 1) for k, v in build.timings_ms.items()},
                        build.cached, Listings(build.source.text, build.ptx,
                                               {a: b.sass_text for a, b in build.archs.items()}),
-                       build.cache_warning)
+                       build.cache_warning, model_times(plan, build, sass))
 
 
 #: what a measured row shows for a plan that has no measurement yet
@@ -249,6 +322,16 @@ def _issue(schedule) -> object:
     return schedule.reason if isinstance(schedule, Unavailable) else schedule.issue_cycles
 
 
+def _model_us(arch: str, source: str):
+    """A row getter on one arch's model time from ``source``'s issue cycles, or why there is none."""
+    def read(m: Measurement):
+        if arch not in m.model_time:
+            return f"not built for {arch}" if arch not in m.ptxas else "not modelled (an older report)"
+        t = m.model_time[arch][source]
+        return t.reason if isinstance(t, Unavailable) else round(t.model_time_us, 3)
+    return _measured(read)
+
+
 def _gpu_ms(gpu) -> object:
     return gpu.reason if isinstance(gpu, Unavailable) else round(float(gpu.median_ms), 4)
 
@@ -286,7 +369,9 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
                  (f"{a} stack frame bytes, plan cap", "min", _on(a, lambda p, s: p.stack_frame_bytes)),
                  (f"{a} occupancy (warps/SM), plan cap", "max", _on(a, lambda p, s: p.occupancy.active_warps)),
                  (f"{a} SASS MAXLIVE, plan cap", "min", _on(a, lambda p, s: s.maxlive)),
-                 (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule)))]
+                 (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule))),
+                 (f"{a} model time (us), plan issue cycles", "min", _model_us(a, "plan")),
+                 (f"{a} model time (us), SASS issue cycles", "min", _model_us(a, "sass"))]
     rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
              ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),
              ("GPU registers / local B (driver)", "", _measured(lambda m: _driver(m.gpu)))]

@@ -43,6 +43,7 @@ METRIC_OF = {
     "occupancy (warps/SM)": "occupancy",
     "simulator check": "simulator", "GPU time (ms)": "gpu", "GPU registers / local B (driver)": "gpu",
     "ILP (model)": "ilp", "cycles/warp (model)": "cycles",
+    "model time (us), plan issue cycles": "model-time", "model time (us), SASS issue cycles": "model-time",
     # ptxas at the two caps of a build (kernels/build.py): the plan's register count, and no -maxrregcount
     "ptxas flags, plan cap": "flags", "ptxas flags, no cap": "flags",
     "ptxas registers, plan cap": "registers", "ptxas registers, no cap": "registers",

@@ -29,7 +29,10 @@ from gui.cli.compare_output import FORMATS
 _BUILD_ARCHS = ",".join(DEFAULT_BUILD_ARCHS)
 #: what the model rows of a compare table are
 MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along its executed path under the plan's "
-              "arch latency table (resources/arch); a model, not a measurement")
+              "arch latency table (resources/arch); a model, not a measurement\n"
+              "model time rows: engine/timemodel.py, issue cycles per warp (the plan's or the SASS's, as the row "
+              "says), occupancy, waves and bytes moved on the product named in resources/arch [throughput]; a "
+              "model, never a measured time (the GPU rows)")
 
 
 def _archs(text: str) -> tuple[str, ...]:

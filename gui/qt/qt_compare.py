@@ -34,7 +34,8 @@ ARCHS = DEFAULT_BUILD_ARCHS
 
 
 MODEL_NOTE = ("The (model) rows come from engine/ilp.py's dependence-graph model on the plan's arch latencies: "
-              "a model, not a measurement.")
+              "a model, not a measurement. The model time rows come from engine/timemodel.py (issue cycles, "
+              "occupancy, waves, bytes moved): a model, never a measured time.")
 NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
 
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import ast
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from engine.errors import RegtuneError
 
@@ -113,9 +113,42 @@ def unregister(name: str) -> None:
     del HARNESSES[name]
 
 
+def gpu_grid(plan) -> tuple[int, int] | None:
+    """Blocks (all grid dimensions multiplied) and threads per block of the run a GPU times: the embedded
+    ``gpu_run`` of the plan's harness, called with the plan's constants and without making its inputs;
+    None for a plan without a harness.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  exit\\n")
+    >>> gpu_grid(SimpleNamespace(workload={"kind": "gemm", "m": 8, "n": 8, "k": 8}, program=p,
+    ...                          options={"matrices_per_block": 2, "threads_per_block": 128}))
+    (32768, 128)
+    """
+    import math
+
+    import numpy as np
+
+    from engine.structure import loop_trips
+
+    harness = harness_for(plan)
+    if harness is None:
+        return None
+    options = plan.options or {}
+    space = {"np": np, "math": math, "WORKLOAD": dict(plan.workload), "PARAMS": (),
+             "THREADS_PER_BLOCK": int(options.get("threads_per_block", 128)),
+             **harness.constants(plan, loop_trips(plan.program))}
+    exec(compile(harness.text, f"<harness {harness.name}>", "exec"), space)  # noqa: S102 - our own harness file, no plan text
+    space["make_inputs"] = lambda *args, **kwargs: None                        # the grid needs no inputs
+    blocks, threads = space["gpu_run"]({})["grid"]
+    return math.prod(blocks) if isinstance(blocks, tuple) else int(blocks), int(threads)
+
+
 def harness_for(plan) -> Harness | None:
     """The harness of the plan's workload; None for a plan without a workload or one without a harness."""
     return HARNESSES.get((plan.workload or {}).get("kind"))
 
 
-from kernels.harness import gemm, mha  # noqa: E402,F401  (registration)
+from kernels.harness import gemm, mha  # noqa: F401  (registration)

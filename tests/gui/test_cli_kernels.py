@@ -52,6 +52,12 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("sm_80 SASS issue cycles/warp (model)"))
     assert int(row.split()[-1]) > 0
+    for source in ("plan", "SASS"):
+        row = next(line for line in out.splitlines() if line.startswith(f"sm_80 model time (us), {source} issue"))
+        assert float(row.split()[-1].rstrip("*")) > 0
+    assert "model time rows: engine/timemodel.py" in out and "never a measured time" in out
+    report = json.loads(next((tmp_path / "o").glob("*.report.json")).read_text())
+    assert report["model_time"]["sm_80"]["sass"]["source"] == "sass" and "measured" not in str(report["model_time"])
     assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
     assert "SASS MAXLIVE" in out and "not run (--no-simulate)" in out
     assert re.search(r"^  sm_80: at the plan cap \(-maxrregcount=\d+\) ptxas used \d+ registers", out, re.MULTILINE)

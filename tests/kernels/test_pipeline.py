@@ -7,7 +7,7 @@ from importlib.resources import files
 import pytest
 
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
-from kernels.measurement import Measurement, Sweep, Unavailable
+from kernels.measurement import Measurement, ModelTimeFigures, Sweep, Unavailable
 from kernels.pipeline import budget_sweep, measure, sweep_caps
 from kernels.report import NOT_BUILT, Column, compare_rows, planned
 from kernels.run import build_in_worker, sweep_in_worker
@@ -36,7 +36,8 @@ def test_a_plan_not_built_shows_not_built_in_every_measured_row():
     assert values["planned registers"] == column.planned.registers > 0
     measured = [label for label in values if label.startswith(DEFAULT_BUILD_ARCHS) or "GPU" in label
                 or label == "simulator check"]
-    assert len(measured) == 11 * len(DEFAULT_BUILD_ARCHS) + 3    # 11 rows per arch: two caps, SASS issue cycles
+    # 13 rows per arch: two caps, SASS issue cycles, model time from the plan's and the SASS's issue cycles
+    assert len(measured) == 13 * len(DEFAULT_BUILD_ARCHS) + 3
     assert {values[label] for label in measured} == {NOT_BUILT}
 
 
@@ -54,6 +55,26 @@ def test_the_window_and_the_cli_measure_the_same_figures():
     assert Measurement.from_dict(here.to_dict()) == here
     assert here.simulator == Unavailable("not run (test)")
     assert here.listings.ptx == there.listings.ptx and here.sass_liveness("sm_80").maxlive == here.sass["sm_80"].maxlive
+
+
+@pytest.mark.slow
+def test_a_build_carries_model_time_from_the_plan_and_from_the_sass():
+    """The same kernel as above (cached): model time on sm_80 from the plan's issue cycles and registers, and
+    from the SASS's issue cycles and ptxas's registers at the plan cap, shown in the compare rows, never in
+    the GPU row."""
+    plan = gemm_plan(3, 3, 3, "dsatur", tile=(3, 3))
+    m = measure(plan, ("sm_80",), skip_simulator="not run (test)")
+    by_plan, by_sass = m.model_time["sm_80"]["plan"], m.model_time["sm_80"]["sass"]
+    assert isinstance(by_plan, ModelTimeFigures) and isinstance(by_sass, ModelTimeFigures), (by_plan, by_sass)
+    assert (by_plan.source, by_sass.source) == ("plan", "sass")
+    assert by_plan.registers == planned(plan, "sm_80").registers and by_sass.registers == m.ptxas["sm_80"].registers
+    assert by_sass.issue_cycles == m.sass["sm_80"].schedule.issue_cycles and by_sass.bytes_moved > 0
+    values = {label: get(Column(planned(plan, "sm_80"), m)) for label, _, get in compare_rows(("sm_80",))}
+    assert values["sm_80 model time (us), plan issue cycles"] == round(by_plan.model_time_us, 3) > 0
+    assert values["sm_80 model time (us), SASS issue cycles"] == round(by_sass.model_time_us, 3) > 0
+    gpu = m.gpu.reason if isinstance(m.gpu, Unavailable) else round(float(m.gpu.median_ms), 4)
+    assert values["GPU time (ms)"] == gpu       # measured time, or why there is none: never the model's
+    assert Measurement.from_dict(m.to_dict()).model_time == m.model_time
 
 
 @pytest.mark.slow
