@@ -21,7 +21,8 @@ from kernels import codegen
 from kernels.codegen import kernel_source, without_spill_code
 from kernels.harness import HARNESSES, MARKER
 from kernels.harness import program as program_harness
-from kernels.measurement import SimulatorCheck
+from kernels.measurement import Measurement, SimulatorCheck
+from kernels.report import Column, compare_rows, planned
 from kernels.run import simulate
 from kernels.templates import template_text
 from tests.kernels.conftest import gemm_plan
@@ -58,6 +59,9 @@ def test_the_readme_example_builds_and_its_spill_code_is_checked_in_the_simulato
     assert elements == 3 * 3 * (1 << 16) and written >= 3     # three arrays; C[0] written on each run
     assert "plan's spill code vs compiler spills" in printed and "AttributeError" not in printed
     assert str(SimulatorCheck.from_dict(sim)) == "ok: " + sim["spill_code"]
+    # the window's compare row reads the same typed field through the same rows as the command's table
+    row = next(get for label, _, get in compare_rows(("sm_80",)) if label == "simulator check")
+    assert row(Column(planned(plan, "sm_80"), Measurement.from_dict(report))) == "ok: " + sim["spill_code"]
 
     # the exported module runs on its own (numpy and numba, not RegTune) and makes the same comparison
     done = _run_module((out / "naive-plan.py").read_text(), tmp_path)
@@ -165,3 +169,14 @@ def test_the_program_template_and_harness_are_embedded_as_their_files():
     assert HARNESSES["program"].text.strip() == text.split(MARKER)[1].strip()
     assert HARNESSES["program"].main == "main_program" and HARNESSES["gemm"].main == "main"
     assert {"reference_kernel", "compare_outputs", "SPILL_INSTRUCTIONS"} <= codegen._MODULE_NAMES
+
+
+def test_a_program_named_like_the_module_s_own_names_gets_two_distinct_safe_kernel_functions():
+    import ast
+
+    text = Path(EXAMPLE).read_text().replace(".kernel gemm_m1n1k2", ".kernel reference_kernel")
+    plan = Plan(parse(text, "tricky"), {}, {}, 255, "hand")
+    source = kernel_source(plan)
+    functions = [f.name for f in ast.parse(source.text).body if isinstance(f, ast.FunctionDef)]
+    assert source.name == "v_reference_kernel" and functions.count("reference_kernel") == 1
+    assert "reference_kernel_without_spill_code" in functions and len(set(functions)) == len(functions)
