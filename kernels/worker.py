@@ -152,8 +152,9 @@ def simulate(request: dict) -> dict:
             found.append(compare_outputs(run["inputs"], output, _launch(plain, plain_kernel, run, cuda)[0]))
     result = {"runs": len(runs), "seconds": time.perf_counter() - t, "tolerance": m.TOLERANCE}
     if numpy_check:
-        result.update(max_error=max(errors), reference=f"numpy float64 reference on {len(runs)} runs: max abs "
-                      f"error {max(errors):.2g}, {'within' if all(oks) else 'OUTSIDE'} its tolerance")
+        runs_text = f"{len(runs)} run{'s' * (len(runs) != 1)}"
+        result.update(max_error=max(errors), reference=f"numpy float64 reference on {runs_text}: max abs error "
+                      f"{max(errors):.2g}, {'within' if all(oks) else 'OUTSIDE'} its tolerance")
     if found:
         total = combine(found)
         result["spill_code"] = spill_code_text(len(runs), total, "seeded inputs")

@@ -162,7 +162,8 @@ def combine(found):
 
 def spill_code_text(runs, found, what):
     """One line saying what the spill-code comparison compared (``runs`` runs on ``what``) and what it found."""
-    head = f"plan's spill code vs compiler spills (the program without it), {runs} runs on the same {what}"
+    head = f"plan's spill code vs compiler spills (the program without it), {runs} run{'s' * (runs != 1)} on the " \
+           f"same {what}"
     if found["differ"]:
         return f"{head}: {found['differ']:,} of {found['elements']:,} array elements differ (first {found['first']})"
     return (f"{head}: all {found['elements']:,} array elements equal bit for bit, "
