@@ -32,7 +32,9 @@ module parts are real files in kernels/templates, embedded as text.
 Invariant: ``kernel_source`` is a pure function of the plan and its
 options; the text is a complete module that runs on its own
 (``python kernel.py`` launches it on a GPU, or in numba's simulator under
-``NUMBA_ENABLE_CUDASIM=1``, and checks it against numpy).
+``NUMBA_ENABLE_CUDASIM=1``, and checks it against numpy; a program file's
+module, which has no numpy reference, holds the program without the
+plan's spill code too (:func:`without_spill_code`) and compares the two).
 
 Examples
 --------
@@ -60,10 +62,10 @@ from dataclasses import dataclass
 
 from engine.errors import RegtuneError
 from engine.fields import excerpt
-from engine.ir import Imm, Instruction, Program, Use
+from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
-from engine.spill import spill_slot
+from engine.spill import remove_spill_code, spill_slot
 from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
 from engine.structure import loop_trips as structure_loop_trips
 from kernels.harness import HARNESSES, Harness, bound_names, harness_for
@@ -418,7 +420,15 @@ class _Writer:
             return self.spill(ins, where)
         if op in ("br", "cbr", "exit"):
             return None
-        return self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
+        expr = self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
+        return f"float32({expr})" if self._mixed_f32(ins) else expr
+
+    def _mixed_f32(self, ins: Instruction) -> bool:
+        """An f32 result computed from an operand of another type (``%t:f32 = add %i, %acc`` with ``%i:i32``):
+        numba would type it float64, so the kernel rounds it to float32, as the IR's type says (else a copy
+        through a float32 spill slot would round where the kernel without spill code does not)."""
+        return len(ins.defs) == 1 and ins.defs[0].type == "f32" and any(
+            isinstance(o, Use) and self.program.values[o.name].type in ("i32", "f64") for o in ins.operands)
 
     def param(self, ins: Instruction, where: str) -> str:
         symbol = ins.operands[0].text if len(ins.operands) == 1 and len(ins.defs) == 1 else ""
@@ -605,6 +615,8 @@ def _format_template(text: str, placeholder: str = "KERNEL_FUNCTION") -> str:
 
 #: ``kernel()`` and the ``python kernel.py`` entry point (kernels/templates/main.py after its marker)
 _MAIN = _format_template(template_text("main"))
+#: the same for a program file's module, with the kernel without spill code as ``{reference}``
+_MAIN_PROGRAM = _format_template(template_text("main_program")).replace("REFERENCE_FUNCTION", "{reference}")
 
 
 def _constants(plan: Plan, w: _Writer, params: list, signature: str, harness: Harness | None,
@@ -673,6 +685,53 @@ def entry_name(plan: Plan) -> str:
     return f"{name[:MAX_ENTRY_NAME - 9]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
+def without_spill_code(plan: Plan) -> Plan:
+    """The plan with its program before spill code (:func:`engine.spill.remove_spill_code`) and no spills: the
+    kernel a plan's kernel is compared with (compiler spills). A reload or store of a spilled value left over
+    there because it names another spilled value's slot (spill code a hand edit broke) is spill code too and
+    goes with the rest, so the program keeps its meaning whatever the plan's spill code does.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block entry\\n  %x:f32 = mov 1\\n  st.local 0, %x\\n  %y:f32 = mov 2\\n"
+    ...           "  st.local 1, %y\\n  %x.r1:f32 = ld.local 1\\n  %z:f32 = add %x.r1, %y\\n  exit\\n")
+    >>> print(without_spill_code(Plan(p, {}, {"x": 0, "y": 1}, 255, "hand")).program, end="")
+    .kernel k
+    .block entry
+      %x:f32 = mov 1
+      %y:f32 = mov 2
+      %z:f32 = add %x, %y
+      exit
+    """
+    if not plan.spills:
+        return plan
+    program = remove_spill_code(plan.program, plan.spills)
+    slots = set(plan.spills.values())
+
+    def stray(ins: Instruction) -> bool:
+        if ins.opcode == "ld.local" and len(ins.defs) == 1:
+            value = ins.defs[0].name
+        elif ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+            value = ins.operands[1].name
+        else:
+            return False
+        return value in plan.spills and spill_slot(ins) in slots
+
+    blocks = [Block(b.name, tuple(i for i in b.instructions if not stray(i))) for b in program.blocks]
+    return plan.with_(program=replace_blocks(program, blocks), spills={})
+
+
+def _reference_function(plan: Plan, trips: dict | None, name: str) -> tuple[str, str]:
+    """The text and name of the kernel function without the plan's spill code, for a program file's module."""
+    reference = without_spill_code(plan)
+    renamed = Program(f"{plan.program.name}_without_spill_code", reference.program.blocks)
+    body, _, ref_name, _ = kernel_body(reference.with_(program=renamed), "compiler", trips)
+    if ref_name == name:
+        raise KernelError(f"kernel name {name!r} is taken by its version without spill code; rename the kernel")
+    return body, ref_name
+
+
 def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -> KernelSource:
     """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says.
 
@@ -690,10 +749,16 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
                  "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
               + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
     constants = _constants(plan, w, params, signature, harness, trips)
+    main, reference = "", ""
+    if harness is not None and harness.main == "main_program":
+        reference, ref_name = _reference_function(plan, trips, name)
+        reference = "\n\n" + reference
+        main = _MAIN_PROGRAM.format(name=name, reference=ref_name)
+    elif harness is not None:
+        main = _MAIN.format(name=name)
     parts = [header, "import math\nimport sys\n\nimport numpy as np\nfrom numba import config, cuda, "
              "float32, int32, int64, uint64\nfrom numba.types import float16\n", "\n".join(constants) + "\n",
-             _HELPERS, "\n\n" + body, "\n\n" + harness.text if harness else "",
-             _MAIN.format(name=name) if harness else ""]
+             _HELPERS, "\n\n" + body + reference, "\n\n" + harness.text if harness else "", main]
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
                         w.stores, w.loads, plan.budget, registers_used(plan.assignment), entry_name(plan), body)
 
@@ -702,7 +767,9 @@ def _module_names() -> set:
     """Every name the generated module binds at its top level (helpers, constants, imports): the kernel
     function's name must be none of them (nor a name its body reads)."""
     names = set(_RESERVED)
-    for text in (_HELPERS, _MAIN.format(name="kernel_function"), *(h.text for h in HARNESSES.values())):
+    for text in (_HELPERS, _MAIN.format(name="kernel_function"),
+                 _MAIN_PROGRAM.format(name="kernel_function", reference="reference_function"),
+                 *(h.text for h in HARNESSES.values())):
         names |= bound_names(text)
     names.update(("WORKLOAD", "ALLOCATOR", "KERNEL", "MAX_REGISTERS", "PARAMS", "ARRAYS", "SIGNATURE",
                   "THREADS_PER_BLOCK", "M", "N", "K", "MATRICES_PER_BLOCK", "TOLERANCE", "HEADS", "GROUPS",

@@ -196,7 +196,22 @@ class KernelFigures(_Record):
 
 @dataclass(frozen=True)
 class SimulatorCheck(_Record):
-    """A run in numba's CUDA simulator compared with numpy (``scope``: what an MHA run covered)."""
+    """A run in numba's CUDA simulator, and what it was compared with.
+
+    ``reference``: the numpy check in words (None: the workload has no numpy
+    reference, a program file); ``spill_code``: the plan's kernel against the
+    same program without the plan's spill code on the same inputs, in words
+    (or why nothing was compared); ``scope``: what an MHA run covered.
+    ``max_error`` is the numpy check's, else the largest difference of the
+    spill-code comparison; ``ok`` is true only if every comparison made agreed.
+
+    Examples
+    --------
+    >>> print(SimulatorCheck(True, 0.0, 0.0, 3, 1.0, spill_code="plan's spill code vs compiler spills: equal"))
+    ok: plan's spill code vs compiler spills: equal
+    >>> print(SimulatorCheck(True, 1e-7, 1e-5, 2, 1.0))
+    ok (max err 1e-07)
+    """
 
     ok: bool
     max_error: float
@@ -205,9 +220,20 @@ class SimulatorCheck(_Record):
     seconds: float
     trips: dict | None = None
     scope: str | None = None
+    reference: str | None = None
+    spill_code: str | None = None
+
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """What the check compared, one line each (numpy, then the spill code)."""
+        return tuple(line for line in (self.reference, self.spill_code) if line)
 
     def __str__(self) -> str:
-        return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
+        if not self.compared:          # a report written before the checks said what they compared
+            return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
+        if self.reference is None and self.spill_code.endswith("nothing to compare with compiler spills"):
+            return f"ran, nothing compared: no numpy reference (a program file) and {self.spill_code}"
+        return f"{'ok' if self.ok else 'MISMATCH'}: " + "; ".join(self.compared)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import time
 from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
 from engine.jobs import Cancelled, Progress
 from engine.plan import Plan
-from kernels.codegen import KernelSource, kernel_source, loop_trips
+from kernels.codegen import KernelSource, kernel_source, loop_trips, without_spill_code
 from kernels.harness import harness_for
 
 SIMULATOR_TIMEOUT_S = 600
@@ -143,15 +143,31 @@ def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, di
 
 
 def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0):
-    """Run the plan's kernel in numba's CUDA simulator and compare with numpy: a
-    :class:`~kernels.measurement.SimulatorCheck`, or an ``Unavailable`` saying why the worker gave none."""
+    """Run the plan's kernel in numba's CUDA simulator: a :class:`~kernels.measurement.SimulatorCheck`, or an
+    ``Unavailable`` saying why the worker gave none.
+
+    Two checks, each on the same seeded inputs: against numpy where the
+    workload has a numpy reference (GEMM, MHA), and, where the plan has
+    spill code, against the kernel of the same program without it
+    (:func:`kernels.codegen.without_spill_code`, compiler spills), every
+    array compared bit for bit: that the plan's spill code keeps the
+    program's meaning.
+    """
     from kernels.measurement import SimulatorCheck, Unavailable
 
     source, trips = simulator_source(plan, spills)
-    result = run_worker({"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed},
-                        simulator=True, timeout=timeout)
+    request = {"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed}
+    plain = without_spill_code(plan)
+    if spills == "plan" and plain.program != plan.program:
+        reference = kernel_source(plain, "compiler", trips or None)
+        request.update(reference_source=reference.text, reference_kernel=reference.name)
+    result = run_worker(request, simulator=True, timeout=timeout)
     if "error" in result:
         return Unavailable(result["error"])
+    if "reference_source" not in request:
+        result["spill_code"] = ("no spill code in the plan" if spills == "plan" else
+                                "the kernel has compiler spills itself (spills 'compiler')") + \
+            ": nothing to compare with compiler spills"
     if trips:
         full = loop_trips(plan.program)
         result["trips"] = trips

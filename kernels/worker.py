@@ -6,7 +6,8 @@ with a time limit). In simulator mode the parent sets
 ``NUMBA_ENABLE_CUDASIM=1`` before this process imports numba.
 
 Requests: ``{"mode": "simulator" | "gpu", "source": TEXT, "kernel": NAME, ...}`` run a
-kernel; ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
+kernel (a simulator request may add ``"reference_source"`` and ``"reference_kernel"``: the
+kernel without the plan's spill code, run on the same inputs and compared); ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
 one with NVVM; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` and ``{"mode": "sweep", "plan":
 PLAN, "arch": A, "start": N, "stop": N}`` run :mod:`kernels.pipeline`'s measure and budget sweep.
 Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
@@ -40,12 +41,16 @@ def _module(text: str) -> types.ModuleType:
 
 
 def _launch(m, kernel, run: dict, cuda):
+    """Every array after one launch of ``kernel`` (the run's inputs are copied first and stay as they were),
+    and the device arrays."""
+    import numpy as np
+
     inputs = run["inputs"]
-    arrays = {name: cuda.to_device(inputs[name]) for name in m.ARRAYS}
+    arrays = {name: cuda.to_device(np.array(inputs[name], copy=True)) for name in m.ARRAYS}
     blocks, threads = run["grid"]
     kernel[blocks, threads](*m.launch_args(inputs, arrays))
     cuda.synchronize()
-    return {m.OUTPUT: arrays[m.OUTPUT].copy_to_host()}, arrays
+    return {name: arrays[name].copy_to_host() for name in m.ARRAYS}, arrays
 
 
 def _check(m, run: dict, output) -> tuple[float, bool]:
@@ -117,7 +122,12 @@ def _reference_times(shapes, repeats: int) -> dict:
 
 
 def simulate(request: dict) -> dict:
+    """Run the request's kernel on the runs its harness names; check it against numpy where the harness has a
+    numpy reference, and against ``reference_kernel`` of ``reference_source`` (the program without the plan's
+    spill code) where the request names one: every array compared bit for bit on the same inputs."""
     from numba import cuda
+
+    from kernels.harness.program import combine, compare_outputs, spill_code_text
 
     # The simulator runs a block's threads as Python threads that meet at every barrier (and our
     # shuffle stand-in has two per shuffle); Python's default 5 ms switch interval makes each meeting
@@ -125,16 +135,34 @@ def simulate(request: dict) -> dict:
     sys.setswitchinterval(request.get("switch_interval", SIMULATOR_SWITCH_INTERVAL_S))
 
     m = _module(request["source"])
+    numpy_check = getattr(m, "NUMPY_REFERENCE", True)
+    plain = _module(request["reference_source"]) if request.get("reference_source") else None
     runs = m.simulator_runs(request)   # the workload's harness (kernels/harness) says which runs check it
-    errors, oks = [], []
+    kernel = cuda.jit(m.__dict__[request["kernel"]])
+    plain_kernel = cuda.jit(plain.__dict__[request["reference_kernel"]]) if plain else None
+    errors, oks, found = [], [], []
     t = time.perf_counter()
     for run in runs:
-        output, _ = _launch(m, cuda.jit(m.__dict__[request["kernel"]]), run, cuda)
-        error, ok = _check(m, run, output)
-        errors.append(error)
-        oks.append(ok)
-    return {"ok": all(oks), "max_error": max(errors), "tolerance": m.TOLERANCE, "runs": len(runs),
-            "seconds": time.perf_counter() - t}
+        output, _ = _launch(m, kernel, run, cuda)
+        if numpy_check:
+            error, ok = _check(m, run, output)
+            errors.append(error)
+            oks.append(ok)
+        if plain_kernel is not None:
+            found.append(compare_outputs(run["inputs"], output, _launch(plain, plain_kernel, run, cuda)[0]))
+    result = {"runs": len(runs), "seconds": time.perf_counter() - t, "tolerance": m.TOLERANCE}
+    if numpy_check:
+        runs_text = f"{len(runs)} run{'s' * (len(runs) != 1)}"
+        result.update(max_error=max(errors), reference=f"numpy float64 reference on {runs_text}: max abs error "
+                      f"{max(errors):.2g}, {'within' if all(oks) else 'OUTSIDE'} its tolerance")
+    if found:
+        total = combine(found)
+        result["spill_code"] = spill_code_text(len(runs), total, "seeded inputs")
+        oks.append(total["differ"] == 0)
+        result.setdefault("max_error", total["max_error"])
+    result.setdefault("max_error", 0.0)
+    result["ok"] = all(oks)
+    return result
 
 
 def gpu(request: dict) -> dict:

@@ -13,9 +13,9 @@ passes :func:`check_workload` first: every field typed and inside the
 config space, so nothing a file says reaches generated code as text.
 
 The ``program`` workload (:mod:`engine.workloads.program`) is a plan made
-from an IR file: it has no config space, no command-line flags and no
-kernel harness; the command line reaches it with a file path where the
-others take their name.
+from an IR file: it has no config space and no command-line flags, and its
+kernel harness has no numeric reference; the command line reaches it with
+a file path where the others take their name.
 
 Examples
 --------

@@ -1,8 +1,10 @@
 """The ``program`` workload: a plan made from a program file in RegTune's IR text form.
 
-It has no config space, no command-line flags (the command line takes the
-file's path where other workloads take their name) and no kernel harness
-(its kernel module holds the kernel function without inputs or a check).
+It has no config space and no command-line flags (the command line takes
+the file's path where other workloads take their name). Its kernel harness
+(kernels/harness/program.py) has no numeric reference: it runs the plan's
+kernel and the program without the plan's spill code on the same seeded
+inputs and compares them.
 
 Invariant: a program workload names at most the kernel (an IR name) and
 the file it came from (a bounded printable string); its plans carry at

@@ -8,19 +8,21 @@ the kernel's loops for simulator runs), and stand-ins for the constants so
 the file imports on its own. Below it, the text every kernel module of the
 workload embeds: ``grid``, ``make_inputs``, ``check``, ``launch_args``,
 ``simulator_runs``, ``gpu_run``, ``main_run``, ``OUTPUT``, ``DEFAULT_BATCH``
+(``check`` absent and ``NUMPY_REFERENCE = False`` without a numpy reference)
 and optionally ``reference_shapes`` (a library batched matmul timed beside
 the kernel). :mod:`kernels.worker` calls only these names.
 
 Invariant: :data:`HARNESSES` maps a workload name to one :class:`Harness`;
-a workload without one (``program``) gets a kernel module that holds the
-kernel function alone. The constants a harness writes are numbers, passed
+a plan without a workload gets the ``program`` harness (``program.py``:
+seeded inputs and the comparison with the program without its spill code,
+no numpy reference). The constants a harness writes are numbers, passed
 through ``int``/``float`` by :mod:`kernels.codegen`, so no plan text
 reaches the embedded code.
 
 Examples
 --------
 >>> sorted(HARNESSES)
-['gemm', 'mha']
+['gemm', 'mha', 'program']
 >>> "def check(" in HARNESSES["gemm"].text, "def constants(" in HARNESSES["gemm"].text
 (True, False)
 >>> {"M", "grid", "OUTPUT"} <= HARNESSES["gemm"].names
@@ -52,6 +54,7 @@ class Harness:
     constants : ``(plan, trips) -> {NAME: int | float}``, the constants the text reads from the plan
     constant_names : the names ``constants`` returns
     simulator_scope : ``(kept, full) -> str`` when simulator runs cut the loops to a few trips; else None
+    main : the template that ends its kernel modules (kernels/templates: ``main``, or ``main_program``)
     """
 
     name: str
@@ -59,6 +62,7 @@ class Harness:
     constants: Callable
     constant_names: tuple = ()
     simulator_scope: Callable | None = None
+    main: str = "main"
 
     @property
     def names(self) -> frozenset:
@@ -88,7 +92,7 @@ def from_module(name: str, module: types.ModuleType) -> Harness:
     if text.count(MARKER) != 1:
         raise RegtuneError(f"{module.__file__}: a harness file needs the line {MARKER!r} exactly once")
     return Harness(name, text.split(MARKER)[1].lstrip("\n"), module.constants, tuple(module.CONSTANTS),
-                   getattr(module, "simulator_scope", None))
+                   getattr(module, "simulator_scope", None), getattr(module, "MAIN_TEMPLATE", "main"))
 
 
 #: workload name -> its kernel harness
@@ -147,8 +151,8 @@ def gpu_grid(plan) -> tuple[int, int] | None:
 
 
 def harness_for(plan) -> Harness | None:
-    """The harness of the plan's workload; None for a plan without a workload or one without a harness."""
-    return HARNESSES.get((plan.workload or {}).get("kind"))
+    """The harness of the plan's workload (a plan without a workload: the program file's); None without one."""
+    return HARNESSES.get((plan.workload or {}).get("kind", "program"))
 
 
-from kernels.harness import gemm, mha  # noqa: F401  (registration)
+from kernels.harness import gemm, mha, program  # noqa: E402,F401  (registration)

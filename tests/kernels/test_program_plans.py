@@ -1,0 +1,182 @@
+"""Plans made from program files, end to end: the README's IR example built and checked in numba's simulator,
+its exported kernel run on its own, and broken spill code caught by the comparison with compiler spills."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+from engine.checker import check_allocation
+from engine.edits import Spill, apply_edit
+from engine.ir import Imm, Instruction, parse, replace_blocks
+from engine.plan import Plan, load_plan
+from gui.cli.main import main
+from kernels import codegen
+from kernels.codegen import kernel_source, without_spill_code
+from kernels.harness import HARNESSES, MARKER
+from kernels.harness import program as program_harness
+from kernels.measurement import Measurement, SimulatorCheck
+from kernels.report import Column, compare_rows, planned
+from kernels.run import simulate
+from kernels.templates import template_text
+from tests.kernels.conftest import gemm_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the README's own example: ``regtune allocate resources/examples/gemm_m1n1k2_loop.txt --allocator naive --budget 6``
+EXAMPLE = str(files("resources") / "examples" / "gemm_m1n1k2_loop.txt")
+EQUAL = re.compile(r"plan's spill code vs compiler spills \(the program without it\), 3 runs on the same seeded "
+                   r"inputs: all ([\d,]+) array elements equal bit for bit, ([\d,]+) of them written by "
+                   r"the kernels")
+
+
+def _example_plan(tmp_path) -> Path:
+    path = tmp_path / "plan.json"
+    assert main(["allocate", EXAMPLE, "--allocator", "naive", "--budget", "6", "--out", str(path)]) == 0
+    return path
+
+
+def test_the_readme_example_builds_and_its_spill_code_is_checked_in_the_simulator(tmp_path, capsys):
+    plan_path = _example_plan(tmp_path)
+    plan = load_plan(str(plan_path))
+    assert plan.spills, "the README's example at budget 6 spills: that is what it shows"
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["build", str(plan_path), "--arch", "sm_80", "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((out / "naive-plan.report.json").read_text())
+    sim = report["simulator"]
+    assert sim["ok"] is True and sim["runs"] == 3 and sim["tolerance"] == 0.0, sim
+    assert "reference" not in sim                   # no numpy reference for a program file: none claimed
+    found = EQUAL.fullmatch(sim["spill_code"])
+    assert found, sim["spill_code"]
+    elements, written = (int(g.replace(",", "")) for g in found.groups())
+    assert elements == 3 * 3 * (1 << 16) and written >= 3     # three arrays; C[0] written on each run
+    assert "plan's spill code vs compiler spills" in printed and "AttributeError" not in printed
+    assert str(SimulatorCheck.from_dict(sim)) == "ok: " + sim["spill_code"]
+    # the window's compare row reads the same typed field through the same rows as the command's table
+    row = next(get for label, _, get in compare_rows(("sm_80",)) if label == "simulator check")
+    assert row(Column(planned(plan, "sm_80"), Measurement.from_dict(report))) == "ok: " + sim["spill_code"]
+
+    # the exported module runs on its own (numpy and numba, not RegTune) and makes the same comparison
+    done = _run_module((out / "naive-plan.py").read_text(), tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.stdout.strip()
+    assert line.startswith("gemm_m1n1k2 (numba's simulator): plan's spill code vs compiler spills"), line
+    assert "3 runs on the same seeded inputs (seeds 0..2): all 589,824 array elements equal bit for bit" in line
+
+
+def _broken(plan: Plan) -> tuple[Plan, int]:
+    """``plan`` with its first f32 reload pointed at the slot of another f32 value stored before it."""
+    code = plan.program.instructions
+    types = {v: plan.program.values[v].type for v in plan.spills}
+    stored: list[tuple[str, int]] = []
+    for at, ins in enumerate(code):
+        if ins.opcode == "st.local":
+            stored.append((ins.operands[1].name.split(".")[0], int(ins.operands[0].text)))
+        if ins.opcode == "ld.local" and ins.defs[0].type == "f32":
+            own = ins.defs[0].name.split(".")[0]
+            other = next((slot for v, slot in stored if v != own and types.get(v) == "f32"), None)
+            if other is not None:
+                wrong = dataclasses.replace(ins, operands=(Imm(str(other)),))
+                return plan.with_(program=_replace(plan.program, at, wrong)), at
+    raise AssertionError("no f32 reload after another f32 value's store")
+
+
+def _replace(program, at: int, new: Instruction):
+    blocks, k = [], 0
+    for b in program.blocks:
+        body = list(b.instructions)
+        for i in range(len(body)):
+            if k == at:
+                body[i] = new
+            k += 1
+        blocks.append(type(b)(b.name, tuple(body)))
+    return replace_blocks(program, blocks)
+
+
+def test_a_reload_from_the_wrong_slot_is_caught_by_the_comparison_with_compiler_spills(tmp_path):
+    plan = load_plan(str(_example_plan(tmp_path)))
+    broken, at = _broken(plan)
+    # the static check refuses it, so it never comes from a file: the test hands it to the kernels directly
+    assert any(e.instruction == at for e in check_allocation(broken.program, broken.assignment, broken.spills))
+    # the program without spill code is the same as the correct plan's: the stray reload is spill code too
+    assert without_spill_code(broken).program == without_spill_code(plan).program
+    result = simulate(broken)
+    assert isinstance(result, SimulatorCheck), result
+    assert result.ok is False and result.reference is None
+    assert re.search(r"3 runs on the same seeded inputs: [\d,]+ of [\d,]+ array elements differ \(first C\[0\]: ",
+                     result.spill_code), result.spill_code
+    assert str(result).startswith("MISMATCH: plan's spill code vs compiler spills")
+    assert simulate(plan).ok is True                   # the plan before the edit passes the same comparison
+    done = _run_module(kernel_source(broken).text, tmp_path)    # and the exported module says so too
+    assert done.returncode == 1 and " array elements differ (first C[0]: " in done.stdout, done.stdout + done.stderr
+
+
+def _run_module(text: str, tmp_path):
+    """``python kernel.py`` of a kernel module in numba's simulator, without RegTune on the path."""
+    path = tmp_path / "kernel.py"
+    path.write_text(text)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path, check=False)
+
+
+def test_a_gemm_plan_is_checked_against_numpy_and_against_compiler_spills():
+    plan = gemm_plan(3, 3, 4, "chaitin-briggs", tile=(3, 3))
+    spilled = apply_edit(plan, Spill("a_1_3")).plan
+    assert spilled.spills
+    result = simulate(spilled)
+    assert result.ok is True and result.runs == 2, result
+    assert result.reference.startswith("numpy float64 reference on 2 runs: max abs error ")
+    assert result.reference.endswith("within its tolerance")
+    assert re.fullmatch(r"plan's spill code vs compiler spills \(the program without it\), 2 runs on the same "
+                        r"seeded inputs: all [\d,]+ array elements equal bit for bit, [\d,]+ of them written "
+                        r"by the kernels", result.spill_code), result.spill_code
+    assert str(result) == f"ok: {result.reference}; {result.spill_code}"
+
+
+def test_a_plan_without_spill_code_says_nothing_was_compared_with_compiler_spills(tmp_path):
+    program = parse(Path(EXAMPLE).read_text(), EXAMPLE)
+    source = kernel_source(Plan(program, {}, {}, 255, "hand"))
+    assert "def gemm_m1n1k2_without_spill_code(" in source.text and 'if __name__ == "__main__":' in source.text
+    done = _run_module(source.text, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == ("gemm_m1n1k2 (numba's simulator): ran on 3 seeded inputs (seeds 0..2); the plan "
+                                   "has no spill code and a program file no numpy reference, so nothing was compared")
+    check = SimulatorCheck(True, 0.0, 0.0, 3, 1.0,
+                           spill_code="no spill code in the plan: nothing to compare with compiler spills")
+    assert str(check) == ("ran, nothing compared: no numpy reference (a program file) and no spill code in the "
+                          "plan: nothing to compare with compiler spills")
+
+
+def test_gemm_modules_keep_the_numpy_main():
+    source = kernel_source(gemm_plan(2, 2, 2))
+    assert "_without_spill_code" not in source.text and "def check(inputs, output):" in source.text
+    assert template_text("main").replace("KERNEL_FUNCTION", source.name) in source.text
+
+
+def test_the_program_template_and_harness_are_embedded_as_their_files():
+    assert codegen._MAIN_PROGRAM.format(name="k", reference="k_plain") == \
+        template_text("main_program").replace("KERNEL_FUNCTION", "k").replace("REFERENCE_FUNCTION", "k_plain")
+    text = Path(program_harness.__file__).read_text()
+    assert HARNESSES["program"].text.strip() == text.split(MARKER)[1].strip()
+    assert HARNESSES["program"].main == "main_program" and HARNESSES["gemm"].main == "main"
+    assert {"reference_kernel", "compare_outputs", "SPILL_INSTRUCTIONS"} <= codegen._MODULE_NAMES
+
+
+def test_a_program_named_like_the_module_s_own_names_gets_two_distinct_safe_kernel_functions():
+    import ast
+
+    text = Path(EXAMPLE).read_text().replace(".kernel gemm_m1n1k2", ".kernel reference_kernel")
+    plan = Plan(parse(text, "tricky"), {}, {}, 255, "hand")
+    source = kernel_source(plan)
+    functions = [f.name for f in ast.parse(source.text).body if isinstance(f, ast.FunctionDef)]
+    assert source.name == "v_reference_kernel" and functions.count("reference_kernel") == 1
+    assert "reference_kernel_without_spill_code" in functions and len(set(functions)) == len(functions)
