@@ -52,10 +52,12 @@ class TimelineData:
     """
 
     def __init__(self, names, types, roles, seg_value, seg_start, seg_end, registers, pressure,
-                 phases=(), loops=(), slots=None, describe=None, positions=False):
+                 phases=(), loops=(), slots=None, describe=None, positions=False, peak_label="MAXLIVE"):
         """``registers``: (values, k) array of each value's registers, -1 where it has fewer.
         ``positions``: segments are the engine's positions (2i before instruction i reads, 2i+1 after it
-        writes), drawn from i+0.5 (after a definition) to j+0.5 (the last read); otherwise whole rows."""
+        writes), drawn from i+0.5 (after a definition) to j+0.5 (the last read); otherwise whole rows.
+        ``peak_label``: what the largest pressure is called (MAXLIVE is the program's before spill code)."""
+        self.peak_label = peak_label
         self.names, self.types, self.roles = list(names), list(types), list(roles)
         self.number = {n: i for i, n in enumerate(self.names)}
         self.pressure = np.asarray(pressure)
@@ -216,8 +218,8 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
     >>> from engine.liveness import analyze
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 2\\n  st.global %y, 0, %x\\n  exit\\n")
     >>> d = plan_timeline(Plan(p, {"x": (0,), "y": (2, 3)}, {}, 4, "hand"), analyze(p))
-    >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars())
-    ([0, 2, 3], 4, 3, ['A fragment', 'address'])
+    >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars()), d.peak_label
+    ([0, 2, 3], 4, 3, ['A fragment', 'address'], 'MAXLIVE')
     """
     program = plan.program
     names = list(analysis.names)
@@ -227,7 +229,9 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
     loops = [(s, e, "loop") for s, e, _ in runs(["loop" if d > 0 else "" for d in analysis.loop_depth.tolist()])]
     return TimelineData(names, [v.type for v in values], [role_of(v) for v in values], analysis.seg_value,
                         analysis.seg_start, analysis.seg_end, regs, analysis.pressure, phases, loops,
-                        spill_slot_spans(plan), _plan_describer(plan, analysis), positions=True)
+                        spill_slot_spans(plan), _plan_describer(plan, analysis), positions=True,
+                        # with spill code the curve is the plan program's, not the program's MAXLIVE
+                        peak_label="peak with spill code" if plan.spills else "MAXLIVE")
 
 
 def _plan_describer(plan: Plan, analysis):
@@ -260,7 +264,7 @@ def sass_timeline(sass) -> TimelineData:
 
     return TimelineData(names, ["b32"] * len(names), ["SASS live range"] * len(names), sass.seg_value,
                         sass.seg_start, sass.seg_end, np.asarray(regs, dtype=np.int64).reshape(-1, 1),
-                        sass.pressure, describe=describe)
+                        sass.pressure, describe=describe, peak_label="SASS MAXLIVE")
 
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement

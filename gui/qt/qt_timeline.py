@@ -172,6 +172,7 @@ class QtTimeline(QWidget):
             self.budget_line.show()
         else:
             self.budget_line.hide()
+        self.maxlive_line.label.setFormat(data.peak_label + " {value:.0f}")
         self.maxlive_line.setValue(maxlive)
         self.peak.setData([data.peak + 0.5], [maxlive])
         self.plot.setLimits(xMin=-n * 0.05 - 1, xMax=n * 1.05 + 1, yMin=-2, yMax=height + 2)

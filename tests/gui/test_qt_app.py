@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
-from engine.edits import Move
+from engine.edits import Move, Spill
 from gui.entry import command
 from gui.model.session import autosave_path
 from gui.qt.qt_app import NOISE, drop_noise
@@ -147,3 +147,21 @@ def test_the_legend_reads_light_on_a_dark_box_and_the_budget_label_is_whole(wind
     view = window.timeline.pressure_plot.vb.sceneBoundingRect()
     assert view.left() <= box.left() and box.right() <= view.right()
     assert view.top() <= box.top() and box.bottom() <= view.bottom()
+
+
+def test_the_pressure_line_is_called_maxlive_only_for_the_program_without_spill_code(window):
+    """MAXLIVE is the program's, before spill code; a spilled plan's curve peaks at its pressure with spill code."""
+    plans = window.doc.session.plans
+    spilled = next((n for n, p in plans.items() if p.spills), None)
+    clean = next(n for n, p in plans.items() if not p.spills)
+    window.doc.set_current(clean)
+    window.flush()
+    label = window.timeline.maxlive_line.label.toPlainText()
+    assert label == f"MAXLIVE {window.doc.analysis().maxlive}"
+    if spilled is None:
+        window.edit(Spill(next(n for n, v in window.doc.plan.program.values.items() if v.width == 1)))
+        spilled = window.doc.session.current
+    window.doc.set_current(spilled)
+    window.flush()
+    peak = window.doc.analysis().maxlive
+    assert window.timeline.maxlive_line.label.toPlainText() == f"peak with spill code {peak}"
