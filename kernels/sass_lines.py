@@ -46,6 +46,8 @@ from kernels.sass import SassError
 
 _LINE = re.compile(r'^\s*//## File "[^"]*", line (\d+)')
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+#: a PTX line-info directive (``.loc``, ``.file``), not ``.local``
+_LINE_INFO = re.compile(r"^\s*\.(loc|file)\s")
 
 
 def strip_line_info(ptx: str) -> str:
@@ -53,11 +55,10 @@ def strip_line_info(ptx: str) -> str:
 
     Examples
     --------
-    >>> strip_line_info(".file 1 \\"k\\"\\n.loc 1 5 0\\nret;\\n")
-    'ret;'
+    >>> strip_line_info(".file 1 \\"k\\"\\n.local .b8 d[4];\\n\\t.loc\\t1 5 0\\nret;\\n")
+    '.local .b8 d[4];\\nret;'
     """
-    kept = [line for line in ptx.splitlines() if not line.lstrip().startswith((".loc", ".file"))]
-    return "\n".join(kept).rstrip()
+    return "\n".join(line for line in ptx.splitlines() if not _LINE_INFO.match(line)).rstrip()
 
 
 def _plain(text: str) -> str:
