@@ -138,3 +138,17 @@ def test_a_second_build_reads_the_line_listing_from_the_cache(gemm4):
     again = build_plan(plan, ARCHS)
     assert again.cached and not any(k.startswith("line info") for k in again.timings_ms)
     assert {a: b.ir_map for a, b in again.archs.items()} == {a: b.ir_map for a, b in built.archs.items()}
+
+
+def test_a_kernel_with_planned_spills_keeps_its_local_memory_without_line_info():
+    """The PTX of planned spill code declares ``.local`` memory: removing the line info keeps it (a ``.loc`` prefix
+    match once dropped it and ptxas refused the kernel)."""
+    plan = gemm_plan(2, 2, 4, "chaitin-briggs", budget=8, schedule="load-all-first")
+    assert plan.spills
+    source = kernel_source(plan)
+    plain = compile_ptx(source, (8, 0), lineinfo=False)
+    lined = compile_ptx(source, (8, 0), lineinfo=True)
+    assert ".local" in plain and ".loc\t" in lined
+    stripped = strip_line_info(rename_entry(lined, source.entry))
+    assert stripped == rename_entry(plain, source.entry).rstrip()
+    assert ptxas(stripped, "sm_80")[0].stack_frame_bytes > 0
