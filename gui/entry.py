@@ -67,7 +67,8 @@ def _screenshot(args) -> int:
     if args.plan:
         load_plan(args.plan)   # a bad plan is one line here, before the window is made
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
-                     current=args.current, select=args.select, register=args.register))
+                     current=args.current, select=args.select, register=args.register,
+                     instruction=args.instruction))
     return 0
 
 

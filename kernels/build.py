@@ -18,6 +18,13 @@ assembles it twice for every architecture (without a list,
 
 The plan's budget is never a flag (``-maxrregcount=255`` changes ptxas's
 schedule: GEMM 8x8x8 k-outer got 206 registers with it, 96 without).
+NVVM compiles with line info (``lineinfo``); the measured kernel is
+assembled from that PTX without its ``.loc`` lines (numba's PTX without
+line info, tests/kernels/test_sass_lines.py), and a third ptxas run per
+arch, of the PTX with them at the plan cap, gives ``nvdisasm -g``'s source
+lines: :mod:`kernels.sass_lines` maps each measured SASS instruction to its
+IR instruction through them.
+
 Every stage is cached on disk under the user cache directory
 (``$REGTUNE_CACHE_DIR``, else ``$XDG_CACHE_HOME/regtune``, else
 ``~/.cache/regtune``), keyed by the source, the architecture, the flags and
@@ -46,7 +53,8 @@ from engine.plan import Plan, write_text_atomic
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
-from kernels.toolchain import (ENCODINGS, CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags,
+from kernels.sass_lines import SassIrMap, ir_map, parse_line_listing, strip_line_info
+from kernels.toolchain import (ENCODINGS, LINE_INFO, CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags,
                                toolchain_fingerprint)
 
 def cache_dir() -> Path:
@@ -87,6 +95,8 @@ class ArchBuild:
     compiler: CompileReport
     #: ``nvdisasm -c -hex``: each instruction's encoding, control bits included (:mod:`kernels.control`)
     hex_text: str = ""
+    #: each SASS instruction's IR instruction, from the same kernel assembled with line info (None: not built)
+    ir_map: SassIrMap | None = None
 
 
 @dataclass(frozen=True)
@@ -117,10 +127,12 @@ class Limits:
     memory_mb: int = WORKER_MEMORY_MB
 
 
-def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limits()) -> str:
-    """NVVM through numba-cuda, in a worker process under ``limits``: the kernel's PTX for ``cc``."""
+def compile_ptx(source: KernelSource, cc: tuple = (8, 0), limits: Limits = Limits(), lineinfo: bool = False) -> str:
+    """NVVM through numba-cuda, in a worker process under ``limits``: the kernel's PTX for ``cc`` (with ``.loc``
+    lines under ``lineinfo``)."""
     reply = run_worker({"mode": "ptx", "source": source.text, "kernel": source.name, "signature": source.signature,
-                        "cc": list(cc)}, simulator=False, timeout=limits.seconds, memory_mb=limits.memory_mb)
+                        "cc": list(cc), "lineinfo": lineinfo}, simulator=False, timeout=limits.seconds,
+                       memory_mb=limits.memory_mb)
     if "ptx" not in reply:
         error = reply.get("error", "no reply")
         raise ToolchainError(error.removeprefix("ToolchainError: ") if error.startswith("ToolchainError: ")
@@ -263,6 +275,12 @@ def _valid_measure(text: str) -> bool:
             and isinstance(report["flags"], list) and all(isinstance(f, str) for f in report["flags"]))
 
 
+def _body_line(source: KernelSource) -> int:
+    """The line of the module where the kernel function starts (0: the whole module is the key anyway)."""
+    at = source.text.find(source.body) if source.body else -1
+    return source.text.count("\n", 0, at) + 1 if at >= 0 else 0
+
+
 def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: bool = True,
                  limits: Limits = Limits()) -> Build:
     """Compile and measure ``source`` for every arch in ``archs`` (cached)."""
@@ -275,21 +293,27 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
     ran = False
     cc = min(_cc(a) for a in archs)
     # the PTX depends on the kernel function and its signature only (not on the caps, which ptxas applies)
-    ptx_key = (source.body or source.text, source.signature, repr(cc))
-    ptx = cache.read("ptx", _valid_ptx, *ptx_key) if use_cache else None
-    if ptx is None:
+    # with line info the PTX's .loc lines also name the module's lines: the body's first line is in the key
+    ptx_key = (source.body or source.text, source.signature, repr(cc), f"lineinfo, body at line {_body_line(source)}")
+    lined = cache.read("ptx", _valid_ptx, *ptx_key) if use_cache else None
+    if lined is None:
         t = time.perf_counter()
-        ptx = compile_ptx(source, cc, limits)
+        lined = compile_ptx(source, cc, limits, lineinfo=True)
         timings["nvvm"] = (time.perf_counter() - t) * 1000
-        cache.write(ptx, "ptx", *ptx_key)
+        cache.write(lined, "ptx", *ptx_key)
         ran = True
-    ptx = rename_entry(ptx, source.entry)
+    lined = rename_entry(lined, source.entry)
+    ptx = strip_line_info(lined)
     # ptxas and nvdisasm are separate processes: the architectures and caps run side by side
     runs = [(a, cap) for a in archs for cap in CAPS]
-    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+    with ThreadPoolExecutor(max_workers=len(runs) + len(archs)) as pool:
         done = dict(zip(runs, pool.map(lambda run: _ptxas_run(ptx, *run, source.registers, cache, timings,
                                                               use_cache), runs)))
-    results = {a: _arch_build(a, done[(a, "plan")], done[(a, "compiler")], timings) for a in archs}
+        lines = dict(zip(archs, pool.map(lambda a: _line_run(lined, a, source.registers, cache, timings,
+                                                             use_cache), archs)))
+    results = {a: _arch_build(a, done[(a, "plan")], done[(a, "compiler")], timings, lines[a][0], source)
+               for a in archs}
+    ran = ran or any(run[-1] for run in lines.values())
     ran = ran or any(run[-1] for run in done.values())
     return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning)
 
@@ -327,12 +351,31 @@ def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache
     return report, sass_text, hex_text, True
 
 
-def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict) -> ArchBuild:
+def _line_run(lined: str, arch: str, plan_registers: int, cache: _Cache, timings: dict,
+              use_cache: bool) -> tuple[str, bool]:
+    """ptxas of the PTX with line info at the plan cap, then ``nvdisasm -c -g``: the listing with source lines
+    (the measured kernel's instructions when ptxas ignored the lines) and whether a tool ran."""
+    max_registers = cap_registers("plan", arch, plan_registers)
+    key = (lined, arch, " ".join(ptxas_flags(arch, max_registers)), "lines")
+    stored = cache.read("lines", lambda text: "/*0000*/" in text, *key) if use_cache else None
+    if stored is not None:
+        return stored, False
+    t = time.perf_counter()
+    _, cubin = ptxas(lined, arch, max_registers)
+    text = nvdisasm(cubin, LINE_INFO)
+    timings[f"line info {arch}"] = (time.perf_counter() - t) * 1000
+    cache.write(text, "lines", *key)
+    return text, True
+
+
+def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict, line_text: str,
+                source: KernelSource) -> ArchBuild:
     report, sass_text, hex_text, _ = plan_run
     t = time.perf_counter()
     sass = parse_sass(sass_text)
+    mapped = ir_map(arch, parse_line_listing(line_text), sass.offsets, sass.texts, source.ir_of_line())
     timings[f"parse {arch}"] = (time.perf_counter() - t) * 1000
-    return ArchBuild(arch, report, sass_text, sass, compiler_run[0], hex_text)
+    return ArchBuild(arch, report, sass_text, sass, compiler_run[0], hex_text, mapped)
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,

@@ -105,7 +105,10 @@ class KernelSource:
     budget : the plan's budget, written into it as MAX_REGISTERS
     registers : the plan's register count (the "plan" cap a build gives ptxas)
     entry : the kernel's short name in its PTX and SASS (:func:`entry_name`)
-    body : the kernel function's own text (what NVVM compiles; the PTX cache key)
+    body : the kernel function's own text (what NVVM compiles)
+    ir_lines : (line of ``text``, IR instruction index) for every line that an IR instruction wrote, ascending
+        by line: each such line names exactly one instruction of the plan's program (its statement, the carry
+        reads it needs, its guard, or a branch's ``if``), so line info in the PTX and SASS maps back to the IR
     """
 
     text: str
@@ -120,6 +123,11 @@ class KernelSource:
     registers: int
     entry: str
     body: str = ""
+    ir_lines: tuple = ()
+
+    def ir_of_line(self) -> dict:
+        """``{line of text: IR instruction index}`` (lines written by no instruction are absent)."""
+        return dict(self.ir_lines)
 
 
 #: a Python name the generated source may use: ASCII only (Python folds full-width and other look-alike
@@ -265,6 +273,11 @@ class _Writer:
         self.params: list[str] = []
         self.phase: str | None = None
         self.position = 0
+        #: the IR instruction (linear index) each line of ``lines`` belongs to, None for structure and comments
+        self.line_ir: list[int | None] = []
+        self.owner: int | None = None
+        self.last_cbr: int | None = None
+        self.head_lines = 1      # the def line and the local arrays before ``lines`` (set by kernel_body)
 
     # -- names -------------------------------------------------------------------------------
     def _last_defs(self) -> set:
@@ -357,14 +370,24 @@ class _Writer:
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+        self.line_ir.append(self.owner)
 
     # -- instructions -----------------------------------------------------------------------
     def instruction(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
-        where = f"instruction {self.position} ({ins})"
-        self.position += 1
         if ins.phase != self.phase and ins.phase:
             self.emit(depth, f"# -- phase {ins.phase}")
         self.phase = ins.phase or self.phase
+        self.owner = self.program.block_starts[bi] + ii
+        self.last_cbr = self.owner if ins.opcode == "cbr" else None
+        try:
+            self._statement(depth, bi, ii, ins)
+        finally:
+            self.owner = None
+
+    def _statement(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
+        """The lines of one IR instruction (all of them are attributed to it in ``line_ir``)."""
+        where = f"instruction {self.position} ({ins})"
+        self.position += 1
         self.load_carried(depth, ins)
         guard = None
         if ins.guard is not None:
@@ -523,7 +546,9 @@ class _Writer:
         self._body(node.body, depth + 1)
 
     def _if(self, node: If, depth: int) -> None:
+        self.owner = self.last_cbr       # the ``if`` is the branch that ended the block before it
         self.emit(depth, f"if {'not ' if node.negated else ''}{self.use(node.cond)}:")
+        self.owner = None
         self._body(node.then, depth + 1)
         if node.orelse is not None:
             self.emit(depth, "else:")
@@ -599,6 +624,7 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> 
     name = _identifier(program.name, set(), _MODULE_NAMES)
     params = w.params + ["spill_zero"]
     text = "\n".join([f"def {name}({', '.join(params)}):"] + head + w.lines) + "\n"
+    w.head_lines = 1 + len(head)
     return text, w, name, params
 
 
@@ -759,8 +785,13 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
     parts = [header, "import math\nimport sys\n\nimport numpy as np\nfrom numba import config, cuda, "
              "float32, int32, int64, uint64\nfrom numba.types import float16\n", "\n".join(constants) + "\n",
              _HELPERS, "\n\n" + body + reference, "\n\n" + harness.text if harness else "", main]
+    # the first line of w.lines in the module: after the parts before the body (joined by "\n"), the body's own
+    # leading "\n\n" and its def line and local arrays (a program file's reference kernel comes after the body)
+    first = "\n".join(parts[:4]).count("\n") + 4 + w.head_lines
+    ir_lines = tuple((first + j, ir) for j, ir in enumerate(w.line_ir) if ir is not None)
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
-                        w.stores, w.loads, plan.budget, registers_used(plan.assignment), entry_name(plan), body)
+                        w.stores, w.loads, plan.budget, registers_used(plan.assignment), entry_name(plan), body,
+                        ir_lines)
 
 
 def _module_names() -> set:

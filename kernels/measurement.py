@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, fields
 
+from kernels.sass_lines import SassIrMap
+
 
 def _plain(value):
     """A field's value as JSON data: records by their ``to_dict``, tuples as lists."""
@@ -177,8 +179,10 @@ class SassFigures(_Record):
     mix: dict
     explanation: tuple
     schedule: ScheduleFigures | Unavailable | None = None
+    #: each SASS instruction's IR instruction (:mod:`kernels.sass_lines`; None in a report written before)
+    ir_map: SassIrMap | None = None
     _TUPLES = ("explanation",)
-    _NESTED = {"schedule": schedule_from_dict}
+    _NESTED = {"schedule": schedule_from_dict, "ir_map": SassIrMap.from_dict}
 
 
 @dataclass(frozen=True)

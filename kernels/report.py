@@ -212,7 +212,7 @@ def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
     s = build.archs[arch].sass
     return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
                        s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)),
-                       schedule_figures(plan, build, arch))
+                       schedule_figures(plan, build, arch), build.archs[arch].ir_map)
 
 
 def _model(arch: str, cycles: int, instructions: int, registers: int, grid, nbytes: int, source: str):

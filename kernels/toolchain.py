@@ -215,6 +215,8 @@ def ptxas(ptx: str, arch: str, max_registers: int | None = None) -> tuple[Compil
 #: ``-hex`` drops the life-range column, so they are two runs
 LIFE_RANGES = ("-c", "-plr", "-lrm", "narrow")
 ENCODINGS = ("-c", "-hex")
+#: nvdisasm's flags for the source-line listing (:mod:`kernels.sass_lines`); ``-plr`` ignores ``-g``, another run
+LINE_INFO = ("-c", "-g")
 
 
 def nvdisasm(cubin: bytes, flags: tuple = LIFE_RANGES) -> str:

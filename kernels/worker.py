@@ -216,9 +216,9 @@ def _cap_memory(megabytes) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def compile_ptx_here(text: str, name: str, signature: str, cc: tuple = (8, 0)) -> str:
+def compile_ptx_here(text: str, name: str, signature: str, cc: tuple = (8, 0), lineinfo: bool = False) -> str:
     """NVVM through numba-cuda in this process, the worker's side of :func:`kernels.build.compile_ptx`: the
-    PTX of the function ``name`` of the generated module ``text``."""
+    PTX of the function ``name`` of the generated module ``text`` (with ``.loc`` lines under ``lineinfo``)."""
     from numba import cuda
 
     from kernels.numba_fix import apply
@@ -227,7 +227,7 @@ def compile_ptx_here(text: str, name: str, signature: str, cc: tuple = (8, 0)) -
     apply()
     module = _module(text)
     try:
-        ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=cc, fastmath=False)
+        ptx, _ = cuda.compile_ptx(getattr(module, name), signature, cc=cc, fastmath=False, lineinfo=lineinfo)
     except Exception as e:  # noqa: BLE001 - numba's typing/lowering errors become one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ToolchainError(f"NVVM/numba could not compile {name}: {first}") from None
@@ -236,7 +236,8 @@ def compile_ptx_here(text: str, name: str, signature: str, cc: tuple = (8, 0)) -
 
 def ptx(request: dict) -> dict:
     """NVVM through numba-cuda: the PTX of one generated kernel module (``kernels.build.compile_ptx``)."""
-    return {"ptx": compile_ptx_here(request["source"], request["kernel"], request["signature"], tuple(request["cc"]))}
+    return {"ptx": compile_ptx_here(request["source"], request["kernel"], request["signature"], tuple(request["cc"]),
+                                   bool(request.get("lineinfo", False)))}
 
 
 MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx": ptx}

@@ -467,6 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the first)")
     p.add_argument("--select", metavar="VALUE", help="a value to select, as the IR spells it (%%acc_1_2) or bare")
     p.add_argument("--register", metavar="REG", help="a register (R5 or 5) whose values the graph view marks")
+    p.add_argument("--instruction", type=int, metavar="N",
+                   help="select the plan's instruction N (the sass view marks the SASS instructions it became)")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))

@@ -99,9 +99,11 @@ def _mark_register(window, current: str | None, text: str | None) -> None:
 
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
                workload: dict | None = None, options: dict | None = None, build: bool = False,
-               current: str | None = None, select: str | None = None, register: str | None = None) -> str:
+               current: str | None = None, select: str | None = None, register: str | None = None,
+               instruction: int | None = None) -> str:
     """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).
-    ``build`` runs Build & measure first (the SASS and compare views need it)."""
+    ``build`` runs Build & measure first (the SASS and compare views need it); ``instruction`` selects one of
+    the plan's instructions (the SASS view marks the SASS instructions it became)."""
     if view not in (*VIEW_TABS, "all"):
         raise RegtuneError(f"unknown view {view!r} (timeline, graph, compare, sass, sweep, all)")
     import os
@@ -126,6 +128,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
     try:
         _mark_register(window, current, register)      # checks first: nothing has changed when one fails
         _choose(window, current, select)
+        _choose_instruction(window, instruction)
     except RegtuneError:
         window.dispose()
         raise
@@ -150,3 +153,14 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
         raise RegtuneError(f"{out}: could not write the picture")
     window.dispose()
     return out
+
+
+def _choose_instruction(window, index: int | None) -> None:
+    """Select the current plan's instruction ``index`` (a one-line error when the plan has no such one)."""
+    if index is None:
+        return
+    count = len(window.doc.plan.program.instructions)
+    if not 0 <= index < count:
+        raise RegtuneError(f"--instruction {index}: the {window.doc.session.current} plan has instructions "
+                           f"0..{count - 1}")
+    window.doc.select_instruction(index)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -122,9 +123,17 @@ def model_rows(figures: list) -> list[tuple[str, str, list]]:
 
 
 class QtSassView(QWidget):
-    """The compiled kernel: nvdisasm's live ranges as a timeline and pressure curve, the SASS text beside."""
+    """The compiled kernel: nvdisasm's live ranges as a timeline and pressure curve, the SASS text beside.
+
+    Linked to the plan as Compiler Explorer links source and assembly, through the measurement's SASS-to-IR
+    map (kernels.sass_lines): a click on a SASS instruction emits ``irSelected`` with the plan instruction it
+    came from; :meth:`show_ir` marks the SASS instructions of a plan instruction. A kernel shown after its
+    plan changed (:meth:`forget_links`) links nothing.
+    """
 
     instructionSelected = Signal(int)
+    #: the plan's (IR) instruction that a clicked SASS instruction came from
+    irSelected = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -134,7 +143,7 @@ class QtSassView(QWidget):
         self.caption = QLabel("Build & measure (Ctrl+B) to see what ptxas made of the current plan.")
         self.caption.setWordWrap(True)
         self.timeline = QtTimeline(editable=False)
-        self.timeline.instructionSelected.connect(self.highlight)
+        self.timeline.instructionSelected.connect(self.sass_clicked)
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -153,6 +162,9 @@ class QtSassView(QWidget):
         layout.addWidget(split, 1)
         self.measurement = None
         self.budget = None
+        self.linkable = False
+        self.ir_index: int | None = None
+        self.row: int | None = None
 
     @property
     def sass(self) -> dict:
@@ -161,9 +173,43 @@ class QtSassView(QWidget):
         return {a: m.sass_liveness(a) for a in m.archs} if m is not None and m.listings is not None else {}
 
     def show_build(self, measurement, budget: int | None) -> None:
-        """Show a kernels.measurement.Measurement that has its listings."""
-        self.measurement, self.budget = measurement, budget
+        """Show a kernels.measurement.Measurement that has its listings, built from the current plan."""
+        self.measurement, self.budget, self.linkable = measurement, budget, True
         self.refresh()
+
+    def forget_links(self) -> None:
+        """The kernel shown is not the current plan's (it changed, or another plan is current): link nothing."""
+        if self.linkable:
+            self.linkable = False
+            self.show_ir(None)
+            self.caption.setText(self.caption.text() + " (not the current plan's kernel: build it to link "
+                                 "its instructions)")
+
+    def ir_map(self):
+        """The shown arch's kernels.sass_lines.SassIrMap (None: no map, or a kernel not of the current plan)."""
+        m, a = self.measurement, self.arch.currentText()
+        if not self.linkable or m is None or a not in m.sass:
+            return None
+        mapped = m.sass[a].ir_map
+        return mapped if mapped is not None and mapped.ir else None
+
+    def sass_clicked(self, row: int) -> None:
+        """A SASS instruction clicked: mark it, and emit the plan instruction it came from (if any)."""
+        self.highlight(row)
+        mapped = self.ir_map()
+        if mapped is not None and 0 <= row < len(mapped.ir) and mapped.ir[row] is not None:
+            self.irSelected.emit(mapped.ir[row])
+
+    def show_ir(self, index: int | None) -> None:
+        """Mark the SASS instructions that came from the plan's instruction ``index`` (None or -1: none)."""
+        self.ir_index = None if index is None or index < 0 else index
+        mapped = self.ir_map()
+        rows = mapped.sass_of(self.ir_index) if mapped is not None and self.ir_index is not None else ()
+        self.timeline.set_linked(rows)
+        self._mark_text()
+        if rows and (self.row is None or self.row not in rows):
+            self.text.setTextCursor(QTextCursor(self.text.document().findBlockByNumber(rows[0])))
+            self.text.centerCursor()
 
     def refresh(self) -> None:
         a, m = self.arch.currentText(), self.measurement
@@ -173,25 +219,52 @@ class QtSassView(QWidget):
             return
         self.timeline.show_sass(s, self.budget)
         self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
+        self.row = None
         at_plan, own = m.ptxas[a], m.ptxas_compiler[a]
         self.caption.setText(f"{a}, {m.kernel.entry} at the {at_plan.cap_text}: ptxas {at_plan.registers} "
                              f"registers, SASS MAXLIVE {s.maxlive} (plan: {m.planned.registers} registers, MAXLIVE "
-                             f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers)")
+                             f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers). "
+                             + self._link_text(m.sass[a].ir_map if a in m.sass else None))
+        self.show_ir(self.ir_index)
+
+    @staticmethod
+    def _link_text(mapped) -> str:
+        if mapped is None:
+            return "No SASS-to-plan links (a report from before they were measured)."
+        if not mapped.ir:
+            return mapped.note
+        return (f"{mapped.mapped} of {len(mapped.ir)} SASS instructions link to a plan instruction "
+                "(line info): click one to select its plan instruction.")
 
     def highlight(self, row: int) -> None:
         block = self.text.document().findBlockByNumber(row)
         if not block.isValid():
             return
-        cursor = QTextCursor(block)
-        cursor.select(QTextCursor.SelectionType.LineUnderCursor)
-        fmt = QTextCharFormat()
-        fmt.setBackground(QColor("#ffd700"))
-        selection = QPlainTextEdit.ExtraSelection()
-        selection.cursor, selection.format = cursor, fmt
-        self.text.setExtraSelections([selection])
+        self.row = row
+        self._mark_text()
         self.text.setTextCursor(QTextCursor(block))
         self.text.centerCursor()
         self.timeline.set_instruction(row)
+
+    def _mark_text(self) -> None:
+        """The SASS text's marks: the linked instructions pale, the clicked one gold."""
+        marks = [(r, "#fff3b0") for r in self.timeline.linked]
+        if self.row is not None:
+            marks.append((self.row, "#ffd700"))
+        selections = []
+        for row, colour in marks:
+            block = self.text.document().findBlockByNumber(row)
+            if not block.isValid():
+                continue
+            cursor = QTextCursor(block)
+            cursor.select(QTextCursor.SelectionType.LineUnderCursor)
+            fmt = QTextCharFormat()
+            fmt.setBackground(QColor(colour))
+            fmt.setProperty(QTextCharFormat.Property.FullWidthSelection, True)
+            selection = QTextEdit.ExtraSelection()
+            selection.cursor, selection.format = cursor, fmt
+            selections.append(selection)
+        self.text.setExtraSelections(selections)
 
 
 class QtBudgetSweep(QWidget):

@@ -254,6 +254,7 @@ class QtMainWindow(QMainWindow):
             view.valueSelected.connect(d.select)
         for view in (self.timeline, self.instructions, self.conflicts):
             view.instructionSelected.connect(d.select_instruction)
+        self.sass_view.irSelected.connect(d.select_instruction)    # a SASS instruction -> its plan instruction
         self.timeline.valueDropped.connect(self.drop_value)
         self.timeline.contextRequested.connect(self.value_menu)
         self.table.contextRequested.connect(self.value_menu)
@@ -381,7 +382,9 @@ class QtMainWindow(QMainWindow):
         if plan is None:
             return
         self.timeline.set_instruction(index)
+        self.instructions.show_program(plan.program, index)
         self.why.show_report(self.doc.why(index))
+        self.sass_view.show_ir(index)       # the SASS instructions it became, as Compiler Explorer links them
 
     def _busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
@@ -577,7 +580,10 @@ class QtMainWindow(QMainWindow):
     def _show_sass_of_current(self) -> None:
         m = self.doc.session.measurement(self.doc.session.current)
         if m is not None:
+            self.sass_view.ir_index = self.doc.instruction
             self.sass_view.show_build(m, self.doc.plan.budget)
+        else:
+            self.sass_view.forget_links()
 
     def budget_sweep(self) -> None:
         plan = self.doc.plan

@@ -11,6 +11,10 @@ uses; a click selects an instruction (and the value under the pointer); a
 drag of a bar onto another row asks for an assignment edit
 (``valueDropped``).
 
+Columns marked in yellow (:meth:`QtTimeline.set_linked`) are the
+instructions linked to one selected in another view: a plan instruction's
+SASS instructions, or a SASS instruction's plan instruction.
+
 The same view draws a compiled kernel: :meth:`QtTimeline.show_sass` takes
 nvdisasm's live ranges (kernels.sass) instead of a plan.
 
@@ -126,6 +130,12 @@ class QtTimeline(QWidget):
                                              symbolBrush="#d62728", symbolPen=None)
         self.critical_item.setZValue(9)
         self.plot.addItem(self.critical_item)
+        #: the instructions linked to one selected elsewhere (a plan's IR instruction <-> its SASS instructions)
+        self.linked_item = pg.BarGraphItem(x0=[], x1=[], y0=[], y1=[], brush=pg.mkBrush(255, 215, 0, 70),
+                                           pen=pg.mkPen(255, 215, 0, 160))
+        self.linked_item.setZValue(8)
+        self.plot.addItem(self.linked_item)
+        self.linked: tuple = ()
         self.drop_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#ffd700", style=Qt.PenStyle.DotLine))
         self.drop_line.hide()
         for item in (self.conflict_item, self.select_item, self.drop_line):
@@ -177,6 +187,7 @@ class QtTimeline(QWidget):
         self.peak.setData([data.peak + 0.5], [maxlive])
         self.plot.setLimits(xMin=-n * 0.05 - 1, xMax=n * 1.05 + 1, yMin=-2, yMax=height + 2)
         self.plot.setYRange(-0.5, height, padding=0)
+        self.set_linked(())
         self.plot.setXRange(0, max(n, 1), padding=0.01)
         self.pressure_plot.setYRange(0, max(maxlive, budget or 0) * 1.1 + 1, padding=0)
 
@@ -231,6 +242,14 @@ class QtTimeline(QWidget):
         self.legend.removeItem(self.critical_item)
         if n:
             self.legend.addItem(self.critical_item, timeline_model.CRITICAL_LABEL)
+
+    def set_linked(self, indices) -> None:
+        """Mark the instructions ``indices`` (columns over every row): those linked to the one selected in
+        another view."""
+        self.linked = tuple(sorted(int(i) for i in indices))
+        x = np.asarray(self.linked, dtype=float)
+        top = float(self.data.height) if self.data is not None else 0.0
+        self.linked_item.setOpts(x0=x, x1=x + 1, y0=np.full(len(x), -0.5), y1=np.full(len(x), top))
 
     def set_instruction(self, index: int | None) -> None:
         for line in (self.cursor, self.cursor2):

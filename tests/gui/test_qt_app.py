@@ -59,6 +59,7 @@ def test_screenshot_selects_a_value_spelt_as_the_ir_spells_it(qtbot, tmp_path, c
                               "(it uses R0..R49)\n")),
     (["--register", "ten", "--plan-name", "dsatur"],
      "regtune: error: --register ten: the dsatur plan puts no value in such a register (it uses R0..R12)\n"),
+    (["--instruction", "999"], "regtune: error: --instruction 999: the naive plan has instructions 0..62\n"),
     (["--mha", "--heads", "32"], "regtune: error: --mha needs --batch, --head-dim, --groups\n"),
     (["--heads", "32"], "regtune: error: --heads describe an MHA config: add --mha\n"),
     (["--mha", "--gemm", "2x2x2"], "regtune: error: --gemm and --mha: choose one thing to show\n"),
