@@ -30,7 +30,7 @@ from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.ilp import IlpFigures, plan_ilp
 from engine.plan import Plan, load_plan, write_plan, write_text_atomic
-from engine.workloads import workload_named
+from engine.workloads import setting_label, workload_named
 from gui.model import notifications
 from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
@@ -317,7 +317,8 @@ class QtMainWindow(QMainWindow):
         f = self.ilp_of(s.current, plan) if self._ilp_wanted() else None
         model = (f"  |  ILP {f.ilp:.3f} ({f.reference_ilp:.3f} unlimited), {f.cycles} cycles/warp (model)"
                  if isinstance(f, IlpFigures) else "")
-        return (f"{config_label(s.workload)}  |  {s.current}: {p.get('registers')} registers of {plan.budget}, "
+        return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
+                f"{p.get('registers')} registers of {plan.budget}, "
                 f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
                 + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid") + model)
 

@@ -74,3 +74,7 @@ def test_the_overlay_follows_the_current_plan(window):
     plan = window.doc.plan
     x, _rows = critical_path_points(plan, plan_ilp(plan).critical)
     assert np.array_equal(window.timeline.critical_item.getData()[0], x)
+
+
+def test_the_status_line_names_the_tile_and_schedule_the_program_was_built_with(window):
+    assert window.status_line().startswith("gemm 4x4x4, tile 2x2, schedule k-outer  |  linear-scan: ")
