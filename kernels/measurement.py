@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, fields
 
+from engine.timemodel import ModelTime
 from kernels.sass_lines import SassIrMap
 
 
@@ -272,28 +273,11 @@ def gpu_from_dict(data: dict) -> GpuRun | Unavailable:
 
 
 @dataclass(frozen=True)
-class ModelTimeFigures(_Record):
-    """Model time of the kernel on one arch (:func:`engine.timemodel.model_time`; a model, never a measured
-    time): ``source`` "plan" (the plan's issue cycles, registers and traffic) or "sass" (ptxas's issue cycles,
-    registers at the plan cap and the SASS's loads and stores); times in microseconds."""
-
-    arch: str
-    product: str
-    source: str
-    issue_cycles: int
-    instructions: int
-    registers: int
-    blocks: int
-    threads: int
-    active_blocks: int
-    warps_per_sm: int
-    waves: int
-    cycles_per_wave: int
-    compute_us: float
-    bytes_moved: int
-    memory_us: float
-    model_time_us: float
-    bound: str
+class ModelTimeFigures(_Record, ModelTime):
+    """Model time of the kernel on one arch (:class:`engine.timemodel.ModelTime`, a model, never a measured
+    time), as a measurement's record: ``source`` "plan" (the plan's issue cycles, registers and traffic) or
+    "sass" (ptxas's issue cycles, registers at the plan cap and the SASS's loads and stores); times in
+    microseconds."""
 
 
 def model_time_from_dict(data: dict) -> ModelTimeFigures | Unavailable:
