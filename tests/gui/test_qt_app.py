@@ -12,13 +12,13 @@ from pathlib import Path
 import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication
 
 from engine.edits import Move, Spill
 from gui.entry import command
 from gui.model.session import autosave_path
 from gui.qt.qt_app import NOISE, drop_noise
 from gui.qt.qt_main_window import QtMainWindow
+from tests.gui.windows import open_window
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,13 +30,7 @@ def session_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def window(qtbot):
-    w = QtMainWindow(restore=False, start_jobs=False)
-    qtbot.addWidget(w)
-    w.resize(1500, 950)
-    w.show()
-    w.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {})
-    QApplication.processEvents()
-    return w
+    return open_window(qtbot, 4, 4, 4, {})
 
 
 # -- screenshot --------------------------------------------------------------------------------------

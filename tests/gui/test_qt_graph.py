@@ -26,7 +26,7 @@ from gui.model.graph import (
     value_order,
 )
 from gui.qt.qt_graph import QtInterferenceGraph
-from gui.qt.qt_main_window import QtMainWindow
+from tests.gui.windows import open_window
 from tests.bench.programs import straight_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,12 +39,7 @@ def session_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def window(qtbot):
-    w = QtMainWindow(restore=False, start_jobs=False)
-    qtbot.addWidget(w)
-    w.resize(1500, 950)
-    w.show()
-    w.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
-    w.doc.set_current("chaitin-briggs")
+    w = open_window(qtbot, 8, 8, 8, {"tile": [4, 4]}, "chaitin-briggs")
     w.tabs.setCurrentWidget(w.graph)
     QApplication.processEvents()
     return w

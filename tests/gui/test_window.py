@@ -16,6 +16,7 @@ from engine.liveness import analyze
 from engine.plan import load_plan, plan_to_dict
 from gui.model.session import autosave_path
 from gui.qt.qt_main_window import QtMainWindow
+from tests.gui.windows import open_window
 
 
 @pytest.fixture(autouse=True)
@@ -25,14 +26,7 @@ def session_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def window(qtbot):
-    w = QtMainWindow(restore=False, start_jobs=False)
-    qtbot.addWidget(w)
-    w.resize(1500, 950)
-    w.show()
-    w.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
-    w.doc.set_current("chaitin-briggs")
-    QApplication.processEvents()
-    return w
+    return open_window(qtbot, 8, 8, 8, {"tile": [4, 4]}, "chaitin-briggs")
 
 
 def _bars(window) -> int:

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.ilp import plan_ilp
 from gui.model.timeline import CRITICAL_LABEL, critical_path_points
-from gui.qt.qt_main_window import QtMainWindow
+from tests.gui.windows import open_window
 
 
 @pytest.fixture(autouse=True)
@@ -19,14 +19,7 @@ def session_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def window(qtbot):
-    w = QtMainWindow(restore=False, start_jobs=False)
-    qtbot.addWidget(w)
-    w.resize(1500, 950)
-    w.show()
-    w.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [2, 2]})
-    w.doc.set_current("linear-scan")
-    QApplication.processEvents()
-    return w
+    return open_window(qtbot, 4, 4, 4, {"tile": [2, 2]}, "linear-scan")
 
 
 def _legend_labels(window) -> list[str]:
