@@ -260,15 +260,16 @@ def neighbourhood(interference, centre: int, radius: int = 1) -> Neighbourhood:
 
 
 def neighbourhood_layout(analysis, nodes: np.ndarray, registers: np.ndarray) -> np.ndarray:
-    """(N, 2) positions: x the live-range start, y the first register (-1: none), as the timeline draws.
+    """(N, 2) positions: x the live-range start in instructions (the engine's position / 2, as the timeline
+    draws it), y the first register (-1: none).
 
     Examples
     --------
-    >>> class A: start = np.array([0, 4, 2])
+    >>> class A: start = np.array([0, 4, 3])
     >>> neighbourhood_layout(A, np.array([2, 0]), np.array([5, -1, 7])).tolist()
-    [[2.0, 7.0], [0.0, 5.0]]
+    [[1.5, 7.0], [0.0, 5.0]]
     """
-    return np.stack([np.asarray(analysis.start)[nodes], registers[nodes]], axis=1).astype(float)
+    return np.stack([np.asarray(analysis.start)[nodes] / 2, registers[nodes]], axis=1).astype(float)
 
 
 def neighbours(interference, name: str) -> list[str]:

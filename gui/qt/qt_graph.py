@@ -272,7 +272,7 @@ class QtInterferenceGraph(QWidget):
     def _pair_text(self, u: int, v: int, code: int) -> str:
         names, regs = self.analysis.names, self._registers
         where = [f"%{names[x]} ({'R' + str(regs[x]) if regs[x] >= 0 else 'no register'}, live from "
-                 f"{self.analysis.start[x]})" for x in (u, v)]
+                 f"{self.analysis.start[x] // 2})" for x in (u, v)]   # an instruction, as on the timeline
         if u == v:
             return f"{where[0]}: itself"
         together = "interfere" if v in self.analysis.interference.neighbors(u) else "do not interfere"

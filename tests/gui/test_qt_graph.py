@@ -94,7 +94,7 @@ def test_a_selection_made_elsewhere_shows_the_neighbourhood_with_the_edges_among
     assert g.neighbourhood_caption.text().startswith(
         f"%acc_1_2 and its neighbours ({len(want) - 1}): {want.number_of_edges():,} interferences among them")
     x, y = g.graph_item.pos[0]
-    assert (x, y) == (a.start[a.index["acc_1_2"]], window.doc.plan.assignment["acc_1_2"][0])
+    assert (x, y) == (a.start[a.index["acc_1_2"]] / 2, window.doc.plan.assignment["acc_1_2"][0])
 
 
 def test_clicking_a_neighbour_selects_it_everywhere(window):
@@ -132,7 +132,7 @@ def test_the_order_and_colouring_switch_and_conflicts_show_red(window):
     clashing = {n for pair in (c.values for c in overlaps) for n in pair if "acc_1_2" in pair} - {"acc_1_2"}
     assert len(x) == 2 * len(clashing)
     a = window.doc.analysis()
-    ends = {(float(a.start[a.index[n]]), float(window.doc.plan.assignment[n][0])) for n in clashing}
+    ends = {(float(a.start[a.index[n]] / 2), float(window.doc.plan.assignment[n][0])) for n in clashing}
     assert set(zip(x[1::2].tolist(), y[1::2].tolist())) | set(zip(x[0::2].tolist(), y[0::2].tolist())) >= ends
 
 

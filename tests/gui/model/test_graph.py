@@ -112,7 +112,9 @@ def test_a_neighbourhood_is_the_induced_subgraph_of_the_values_near_the_selectio
         assert names[0] == centre and set(names) == set(want.nodes) and len(names) == len(set(names))
         assert {frozenset((names[u], names[v])) for u, v in h.edges.tolist()} == {frozenset(e) for e in want.edges}
         pos = neighbourhood_layout(a, h.nodes, first_registers(a.names, plan.assignment))
-        assert pos[0].tolist() == [a.start[a.index[centre]], plan.assignment[centre][0]]
+        # x in instructions, as the timeline draws it: the engine's positions count two a instruction
+        assert pos[0].tolist() == [a.start[a.index[centre]] / 2, plan.assignment[centre][0]]
+        assert pos[:, 0].max() <= len(plan.program.instructions)
 
 
 def test_drawing_a_huge_neighbourhood_keeps_the_selected_values_own_edges(gemm_plans):
