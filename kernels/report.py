@@ -102,7 +102,11 @@ def explain(plan: Plan, build: Build, arch: str) -> list[str]:
     plan_flag = "no -maxrregcount" if at_plan.max_registers is None else f"-maxrregcount={at_plan.max_registers}"
     top = b.sass.highest_register()
     out = []
-    if plan_regs != maxlive:
+    if plan_regs < maxlive:
+        out.append(f"planned registers {plan_regs} vs MAXLIVE {maxlive}: the plan spills {len(plan.spills)} "
+                   f"value(s) to local memory, so {maxlive - plan_regs} register(s) fewer than the program's peak "
+                   "are live at once")
+    elif plan_regs > maxlive:
         out.append(f"planned registers {plan_regs} vs MAXLIVE {maxlive}: "
                    + (f"{_pairs(plan)} 64-bit values need even-aligned pairs, and "
                       if _pairs(plan) else "")
