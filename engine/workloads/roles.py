@@ -11,6 +11,8 @@ Examples
 >>> from engine.ir import Value
 >>> [role_of(Value(n, t)) for n, t in [("a_0_1", "f32"), ("acc_0_0.r1", "f32"), ("ta", "u64"), ("p_0_3", "f32")]]
 ['A fragment', 'accumulator', 'address', 'softmax temporary']
+>>> role_of(Value("x_3", "f32")), role_of(Value("x_2_13", "f32"))    # MHA: a projection input, a shuffled partial
+('A fragment', 'softmax temporary')
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ _BY_PREFIX = {
     "softmax temporary": ("s", "p", "m", "l", "mn", "ds", "dm", "corr", "sh", "ph", "pf", "sua", "sub", "inv"),
 }
 _PREFIX = {p: role for role, prefixes in _BY_PREFIX.items() for p in prefixes}
+#: names whose role depends on their number of indices: MHA's ``x_c`` is the projection's input (an A fragment),
+#: ``x_g_j`` the row sum's shuffled partial in the softmax reduction
+_BY_INDICES = {("x", 2): "softmax temporary"}
 _SUFFIX = re.compile(r"\.[rd]\d+$")
 
 
@@ -45,4 +50,4 @@ def role_of(value: Value) -> str:
         return "index"
     head = base_name(value.name).split(".")[0]
     prefix = head.split("_")[0] if "_" in head else head
-    return _PREFIX.get(prefix, "scalar")
+    return _BY_INDICES.get((prefix, head.count("_"))) or _PREFIX.get(prefix, "scalar")
