@@ -249,11 +249,14 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     assert rows == ["ILP (model)", "cycles/warp (model)"]
 
 
-def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans):
+def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans, tmp_path):
     regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
+    # an empty build cache: with the kernels cached by earlier tests the second plan could be measured before the
+    # signal arrives (seen in CI), and there would be nothing left to interrupt
+    env = {**os.environ, "REGTUNE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([regtune, "compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators",
                              "dsatur,linear-scan", "--arch", "sm_80", "--format", "csv"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     err = []
     for line in proc.stderr:
         err.append(line)
