@@ -256,7 +256,8 @@ def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans, tmp_path):
     env = {**os.environ, "REGTUNE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([regtune, "compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators",
                              "dsatur,linear-scan", "--arch", "sm_80", "--format", "csv"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+                            preexec_fn=_interruptible)
     err = []
     for line in proc.stderr:
         err.append(line)
@@ -267,3 +268,9 @@ def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans, tmp_path):
     assert proc.returncode == 130, "".join(err) + rest
     assert out.splitlines()[0] == "metric,row,dsatur"
     assert rest.splitlines()[-1].startswith("regtune: interrupted (Ctrl+C)")
+
+
+def _interruptible() -> None:
+    """In the child: Ctrl+C as a terminal's foreground command gets it. A runner started in the background (nohup,
+    a CI script's ``&``) passes SIGINT on ignored, and the command would never see the test's Ctrl+C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

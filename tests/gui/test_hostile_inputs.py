@@ -81,7 +81,8 @@ def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_pat
     regtune = os.path.join(os.path.dirname(sys.executable), "regtune")
     out = tmp_path / "report.md"
     proc = subprocess.Popen([regtune, "report", "claims", "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
     time.sleep(4)
     if how == signal.SIGINT:
         os.killpg(proc.pid, how)          # as a terminal does: the whole process group
@@ -124,3 +125,9 @@ def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):
     with pytest.raises(RegtuneError) as err:
         load_session(path)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def _interruptible() -> None:
+    """In the child: Ctrl+C as a terminal's foreground command gets it. A runner started in the background (nohup,
+    a CI script's ``&``) passes SIGINT on ignored, and the command would never see the test's Ctrl+C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
