@@ -112,6 +112,8 @@ class Build:
     toolchain: str
     #: a note for the user when the build cache could not be used (empty otherwise)
     cache_warning: str = ""
+    #: the PTX with numba's line info (``.loc`` lines naming the module's lines): what ``ptx`` came from
+    ptx_lines: str = ""
 
     def ptx_count(self, opcode_prefix: str) -> int:
         """PTX instructions whose opcode starts with ``opcode_prefix`` (e.g. ``st.local``)."""
@@ -315,7 +317,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
                for a in archs}
     ran = ran or any(run[-1] for run in lines.values())
     ran = ran or any(run[-1] for run in done.values())
-    return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning)
+    return Build(source, ptx, entry_name(ptx), results, timings, not ran, fingerprint, cache.warning, lined)
 
 
 def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
@@ -379,11 +381,12 @@ def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict, 
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,
-               limits: Limits = Limits()) -> Build:
-    """Generate the kernel for ``plan`` and build it (see :func:`build_source`)."""
+               limits: Limits = Limits(), load_order: str = "barrier") -> Build:
+    """Generate the kernel for ``plan`` (``load_order``: :data:`kernels.codegen.LOAD_ORDERS`) and build it (see
+    :func:`build_source`)."""
     t = time.perf_counter()
-    source = kernel_source(plan, spills)
+    source = kernel_source(plan, spills, load_order=load_order)
     codegen_ms = (time.perf_counter() - t) * 1000
     built = build_source(source, archs, use_cache, limits)
     return Build(built.source, built.ptx, built.entry, built.archs, {"codegen": codegen_ms, **built.timings_ms},
-                 built.cached, built.toolchain, built.cache_warning)
+                 built.cached, built.toolchain, built.cache_warning, built.ptx_lines)

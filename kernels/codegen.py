@@ -3,12 +3,19 @@
 What reaches the hardware from a plan (DESIGN.md, "Kernels"): the order
 of computations and of global stores, the tiling (it is in the program)
 and the register cap (``MAX_REGISTERS``, applied as ``-maxrregcount`` at
-ptxas and ``max_registers`` at launch). Measured here (tests/kernels): the
-PTX keeps every run of loads between computations in the plan's order of
-runs, and every store in place; within a run, and for a load hoisted away
-from its first use, NVVM places loads by their first use. Register names
-do not reach the hardware: PTX registers are virtual and ptxas allocates
-again.
+ptxas and ``max_registers`` at launch), and the placement of global loads.
+Left alone, NVVM places each global load at its first use, so a
+load-all-first plan's PTX equals k-outer's and a schedule edit that hoists
+a load changes nothing. So each run of loads ends in a compiler barrier
+(``order_loads()``, ``load_order="barrier"``, the default): an empty
+inline-asm statement with a memory clobber that NVVM may not move a load
+across and that writes no PTX instruction. Measured here (tests/kernels):
+the PTX then holds every global load and store in the plan's order. ptxas
+never sees the barrier and may move loads again; ``"fence"`` (a
+``membar.cta`` per run) and ``"volatile"`` (``ld.volatile`` loads) keep the
+order through ptxas too, at the costs tests/bench/bench_load_order.py
+prints. Register names do not reach the hardware: PTX registers are
+virtual and ptxas allocates again.
 
 Spill code can survive NVVM only where LLVM cannot see through it. With
 ``spills="plan"`` (the default) a plan's ``st.local SLOT, %v`` stores to a
@@ -72,13 +79,21 @@ from kernels.harness import HARNESSES, Harness, bound_names, harness_for
 from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
+#: How the plan's placement of global loads is kept through NVVM (measured by tests/bench/bench_load_order.py):
+#: "barrier" an empty inline-asm compiler barrier after each run of loads (no PTX instruction; ptxas may still
+#: reschedule), "fence" a ``membar.cta`` there (one instruction per run, kept by ptxas too), "volatile" every
+#: global load ``ld.volatile`` (kept in order by NVVM and ptxas), "nvvm" no constraint (NVVM places each load at
+#: its first use).
+LOAD_ORDERS = ("barrier", "fence", "volatile", "nvvm")
+#: the statement each load order writes after a run of global loads (none for "volatile" and "nvvm")
+_AFTER_LOADS = {"barrier": "order_loads()", "fence": "cuda.threadfence_block()"}
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
 #: ``_Pointers``; unsigned, so numba emits no negative-index wraparound code).
 NUMBA_TYPES = {"f32": "float32", "i32": "int32", "u64": "uint64", "f64": "float64", "pred": "boolean"}
 _RESERVED = {"cuda", "math", "np", "float16", "float32", "float64", "int32", "int64", "uint64", "boolean",
              "carry_f32", "carry_i32", "carry_u64", "carry_f64",
              "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_zero",
-             "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys"}
+             "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys", "order_loads", "load_volatile"}
 _SETP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _SREG = {"sreg.tid.x": "cuda.threadIdx.x", "sreg.tid.y": "cuda.threadIdx.y", "sreg.tid.z": "cuda.threadIdx.z",
          "sreg.ctaid.x": "cuda.blockIdx.x", "sreg.ctaid.y": "cuda.blockIdx.y", "sreg.ctaid.z": "cuda.blockIdx.z",
@@ -109,6 +124,8 @@ class KernelSource:
     ir_lines : (line of ``text``, IR instruction index) for every line that an IR instruction wrote, ascending
         by line: each such line names exactly one instruction of the plan's program (its statement, the carry
         reads it needs, its guard, or a branch's ``if``), so line info in the PTX and SASS maps back to the IR
+    load_order : how the plan's placement of global loads is kept through NVVM (:data:`LOAD_ORDERS`)
+    load_barriers : the ``order_loads()`` or ``cuda.threadfence_block()`` statements that end runs of loads
     """
 
     text: str
@@ -124,6 +141,8 @@ class KernelSource:
     entry: str
     body: str = ""
     ir_lines: tuple = ()
+    load_order: str = "barrier"
+    load_barriers: int = 0
 
     def ir_of_line(self) -> dict:
         """``{line of text: IR instruction index}`` (lines written by no instruction are absent)."""
@@ -249,9 +268,12 @@ def _element(offset, where: str) -> int:
 
 
 class _Writer:
-    def __init__(self, plan: Plan, spills: str):
+    def __init__(self, plan: Plan, spills: str, load_order: str = "barrier"):
         self.plan, self.program = plan, plan.program
-        self.spills = spills
+        self.spills, self.load_order = spills, load_order
+        #: a run of global loads was written and no other instruction since (its barrier is still due)
+        self.open_loads = False
+        self.barriers = 0
         self.pointers = _Pointers(self.program)
         self.lines: list[str] = []
         # parameter names are the kernel's argument names: no value may take one, except the value a
@@ -374,6 +396,8 @@ class _Writer:
 
     # -- instructions -----------------------------------------------------------------------
     def instruction(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
+        if ins.opcode != "ld.global":
+            self.close_loads(depth)
         if ins.phase != self.phase and ins.phase:
             self.emit(depth, f"# -- phase {ins.phase}")
         self.phase = ins.phase or self.phase
@@ -383,6 +407,14 @@ class _Writer:
             self._statement(depth, bi, ii, ins)
         finally:
             self.owner = None
+
+    def close_loads(self, depth: int) -> None:
+        """End a run of global loads with the load order's statement (a line of no IR instruction), so NVVM
+        cannot sink a load of the run to its first use nor hoist a later one into the run."""
+        if self.open_loads and self.load_order in _AFTER_LOADS:
+            self.emit(depth, _AFTER_LOADS[self.load_order])
+            self.barriers += 1
+        self.open_loads = False
 
     def _statement(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
         """The lines of one IR instruction (all of them are attributed to it in ``line_ir``)."""
@@ -434,7 +466,9 @@ class _Writer:
             raise KernelError(f"{where}: expected '{op} %ADDRESS, OFFSET{'' if op == 'ld.global' else ', VALUE'}'")
         if op == "ld.global":
             array = self.pointers.array(ops[0].name, where)
-            return f"{array}[{_address(self.use(ops[0].name), _element(ops[1], where))}]"
+            address = _address(self.use(ops[0].name), _element(ops[1], where))
+            self.open_loads = True
+            return f"load_volatile({array}, {address})" if self.load_order == "volatile" else f"{array}[{address}]"
         if op == "st.global":
             array = self.pointers.array(ops[0].name, where)
             value = self.operand(ops[2], "f32", where)
@@ -540,6 +574,7 @@ class _Writer:
         self.current = {}
         for ii, ins in enumerate(self.program.blocks[node.index].instructions):
             self.instruction(depth, node.index, ii, ins)
+        self.close_loads(depth)
 
     def _loop(self, node: Loop, depth: int) -> None:
         self.emit(depth, "while True:")
@@ -598,12 +633,15 @@ def loop_trips(program: Program) -> dict:
         raise KernelError(str(exc)) from None
 
 
-def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None) -> tuple[str, "_Writer", str, list]:
+def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None,
+                load_order: str = "barrier") -> tuple[str, "_Writer", str, list]:
     """The kernel function's text and the writer that made it (parameters, spill counts)."""
     if spills not in SPILL_MODES:
         raise KernelError(f"unknown spill mode {spills!r} (known: {', '.join(SPILL_MODES)})")
+    if load_order not in LOAD_ORDERS:
+        raise KernelError(f"unknown load order {load_order!r} (known: {', '.join(LOAD_ORDERS)})")
     program = adjust_trips(plan.program, trips)
-    w = _Writer(plan.with_(program=program) if trips else plan, spills)
+    w = _Writer(plan.with_(program=program) if trips else plan, spills, load_order)
     try:
         tree = structure(program)
     except StructureError as exc:
@@ -748,22 +786,36 @@ def without_spill_code(plan: Plan) -> Plan:
     return plan.with_(program=replace_blocks(program, blocks), spills={})
 
 
-def _reference_function(plan: Plan, trips: dict | None, name: str) -> tuple[str, str]:
+def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: str) -> tuple[str, str]:
     """The text and name of the kernel function without the plan's spill code, for a program file's module."""
     reference = without_spill_code(plan)
     renamed = Program(f"{plan.program.name}_without_spill_code", reference.program.blocks)
-    body, _, ref_name, _ = kernel_body(reference.with_(program=renamed), "compiler", trips)
+    body, _, ref_name, _ = kernel_body(reference.with_(program=renamed), "compiler", trips, load_order)
     if ref_name == name:
         raise KernelError(f"kernel name {name!r} is taken by its version without spill code; rename the kernel")
     return body, ref_name
 
 
-def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -> KernelSource:
-    """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says.
+#: the module docstring's sentence on each load order
+_LOAD_ORDER_NOTES = {
+    "barrier": "Global loads keep the plan's placement through NVVM: order_loads(), an empty compiler barrier,\n"
+               "ends each run of loads (ptxas, which never sees it, may still move them).\n",
+    "fence": "Global loads keep the plan's placement: cuda.threadfence_block() (membar.cta) ends each run of\n"
+             "loads, and ptxas keeps it too.\n",
+    "volatile": "Global loads keep the plan's order: each is ld.volatile (load_volatile), which NVVM and ptxas\n"
+                "keep in program order.\n",
+    "nvvm": "Global loads are left to NVVM, which places each at its first use.\n",
+}
+
+
+def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None,
+                  load_order: str = "barrier") -> KernelSource:
+    """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says, the
+    placement of its global loads kept as ``load_order`` says (:data:`LOAD_ORDERS`).
 
     ``trips`` (loop label -> trip count) shortens counted loops, for simulator runs of MHA.
     """
-    body, w, name, params = kernel_body(plan, spills, trips)
+    body, w, name, params = kernel_body(plan, spills, trips, load_order)
     signature = _signature(plan.program, params, w.array_params)
     harness = harness_for(plan)
     if harness is not None and name in harness.names:
@@ -773,11 +825,12 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
               "cap; ptxas allocates registers again, so the plan's register names are not what the GPU gets.\n"
               + ("Planned spill code is kept: stores go to spill_*[SLOT], reloads read spill_*[SLOT + spill_zero]\n"
                  "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
+              + _LOAD_ORDER_NOTES[load_order]
               + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
     constants = _constants(plan, w, params, signature, harness, trips)
     main, reference = "", ""
     if harness is not None and harness.main == "main_program":
-        reference, ref_name = _reference_function(plan, trips, name)
+        reference, ref_name = _reference_function(plan, trips, name, load_order)
         reference = "\n\n" + reference
         main = _MAIN_PROGRAM.format(name=name, reference=ref_name)
     elif harness is not None:
@@ -791,7 +844,7 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None) -
     ir_lines = tuple((first + j, ir) for j, ir in enumerate(w.line_ir) if ir is not None)
     return KernelSource("\n".join(parts), name, tuple(params), tuple(w.array_params), signature, spills,
                         w.stores, w.loads, plan.budget, registers_used(plan.assignment), entry_name(plan), body,
-                        ir_lines)
+                        ir_lines, load_order, w.barriers)
 
 
 def _module_names() -> set:

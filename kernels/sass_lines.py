@@ -61,6 +61,30 @@ def strip_line_info(ptx: str) -> str:
     return "\n".join(line for line in ptx.splitlines() if not _LINE_INFO.match(line)).rstrip()
 
 
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s")
+
+
+def ptx_ir_of(ptx: str, opcode_prefix: str, ir_of_line: dict) -> list:
+    """The IR instruction (linear index, None: its line was written by none) of every PTX instruction whose
+    opcode starts with ``opcode_prefix``, in PTX order, from the ``.loc`` line before it in ``ptx`` (PTX with
+    line info): where NVVM put the plan's loads, say.
+
+    Examples
+    --------
+    >>> ptx = "\t.loc\t1 40 3\n\tld.global.f32 \t%f1, [%rd1];\n\t.loc\t1 41 3\n\tld.global.f32 \t%f2, [%rd1+4];"
+    >>> ptx_ir_of(ptx, "ld.global", {40: 7, 41: 6})
+    [7, 6]
+    """
+    found, line = [], None
+    for text in ptx.splitlines():
+        loc = _LOC.match(text)
+        if loc:
+            line = int(loc.group(2))
+        elif text.strip().startswith(opcode_prefix):
+            found.append(ir_of_line.get(line))
+    return found
+
+
 def _plain(text: str) -> str:
     return " ".join(text.split())
 

@@ -16,6 +16,7 @@ from engine.plan import Plan, registers_used
 from kernels.build import build_plan, compile_ptx
 from kernels.worker import compile_ptx_here
 from kernels.codegen import KernelError, kernel_source
+from kernels.sass_lines import ptx_ir_of
 from tests.kernels.conftest import gemm_plan, mha_plan
 
 _LOAD = re.compile(r"ld\.global\.f32\s+%f\d+, \[(%rd\d+)(?:\+(-?\d+))?\]")
@@ -47,14 +48,47 @@ def _ptx_groups(plan, ptx) -> list[int]:
     return [planned[(names[r], o)] for r, o in loads]
 
 
+#: every global load in PTX text, whichever load order wrote it
+_PTX_LOADS = ("ld.global", "ld.volatile.global")
+
+
+def _load_order(build) -> list:
+    """The plan's IR instruction of each global load of ``build``'s PTX, in PTX order (from its line info)."""
+    return ptx_ir_of(build.ptx_lines, _PTX_LOADS, build.source.ir_of_line())
+
+
+def _planned_loads(plan) -> list:
+    return [i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "ld.global"]
+
+
 @pytest.mark.parametrize("schedule", ["k-outer", "load-all-first"])
 def test_ptx_global_loads_follow_the_plans_order(schedule):
     plan = gemm_plan(8, 8, 8, tile=(4, 4), schedule=schedule)
     build = build_plan(plan, ("sm_80",))
-    order = _ptx_groups(plan, build.ptx)
-    assert len(order) == sum(1 for i in plan.program.instructions if i.opcode == "ld.global")
-    assert order == sorted(order), "a load left its run: NVVM reordered across the plan's schedule"
-    assert set(order) == set(_groups(plan.program).values())
+    assert build.source.load_order == "barrier" and build.source.load_barriers > 0
+    assert _load_order(build) == _planned_loads(plan)
+    order = _ptx_groups(plan, build.ptx)           # the same read from the PTX's addresses, without line info
+    assert order == sorted(order) and set(order) == set(_groups(plan.program).values())
+
+
+@pytest.mark.parametrize("load_order", ["fence", "volatile"])
+def test_the_other_load_orders_keep_the_plans_order_too(load_order):
+    plan = gemm_plan(8, 8, 8, tile=(4, 4), schedule="load-all-first")
+    build = build_plan(plan, ("sm_80",), load_order=load_order)
+    assert _load_order(build) == _planned_loads(plan)
+    if load_order == "fence":
+        assert build.ptx_count("membar.cta") == build.source.load_barriers > 0
+    else:
+        assert build.ptx_count("ld.volatile.global.f32") == len(_planned_loads(plan)) and build.ptx_count("membar") == 0
+
+
+def test_left_to_nvvm_a_load_all_first_plan_loads_at_first_use():
+    """The measured reason for the barrier: without it NVVM sinks each load to its first use."""
+    plan = gemm_plan(8, 8, 8, tile=(4, 4), schedule="load-all-first")
+    build = build_plan(plan, ("sm_80",), load_order="nvvm")
+    assert build.source.load_barriers == 0
+    order = _load_order(build)
+    assert sorted(order) == _planned_loads(plan) and order != _planned_loads(plan)
 
 
 def _offsets(pattern, ptx) -> list[int]:
@@ -74,18 +108,20 @@ def test_a_schedule_edit_of_a_store_reaches_the_ptx():
     assert _offsets(_STORE, build_plan(edited.plan, ("sm_80",)).ptx)[:2] == [108, 0]
 
 
-def test_a_load_hoisted_away_from_its_use_is_placed_back_by_nvvm():
-    """Measured limit (kernels.codegen docstring): NVVM orders global loads by their first use, so a
-    schedule edit that only hoists a load does not reach the PTX; the order of computations does."""
+def test_a_schedule_edit_hoisting_a_load_reaches_the_ptx():
     plan = gemm_plan(8, 8, 8, tile=(4, 4), schedule="k-outer")
     instructions = plan.program.instructions
     b73 = next(i for i, ins in enumerate(instructions) if str(ins).startswith("%b_7_3"))
     first_load = min(i for i, ins in enumerate(instructions) if ins.opcode == "ld.global")
     edited = apply_edit(plan, Move(b73, first_load))
     assert edited.rejected is None
-    # b_7_3 is byte 4*(7*8+3) = 236 of B, in the last k step's 8 loads (56..63), before and after the edit
+    # b_7_3 is byte 4*(7*8+3) = 236 of B, in the last k step's 8 loads (56..63) as planned, first once hoisted
     assert _offsets(_LOAD, build_plan(plan, ("sm_80",)).ptx).index(236) >= 56
-    assert _offsets(_LOAD, build_plan(edited.plan, ("sm_80",)).ptx).index(236) >= 56
+    moved = build_plan(edited.plan, ("sm_80",))
+    assert _offsets(_LOAD, moved.ptx).index(236) == 0
+    assert _load_order(moved) == _planned_loads(edited.plan)
+    # left to NVVM, the hoisted load goes back to its first use
+    assert _offsets(_LOAD, build_plan(edited.plan, ("sm_80",), load_order="nvvm").ptx).index(236) >= 56
 
 
 def test_planned_spills_survive_nvvm_as_local_memory():

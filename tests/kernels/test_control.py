@@ -74,11 +74,11 @@ HAND = [
     # rbar 7 none, wait 0, reuse 0
     ("LDG.E R19, [R4.64]", 0x000EA8000C1E1900,
      {"stall": 4, "yield_hint": False, "write_barrier": 2, "read_barrier": None, "wait_mask": 0, "reuse": 0}),
-    # FMUL R19, R19, R12.reuse: 0x088fe4 >> 1 = 0x447f2: stall 2, yield bit (0x447f2 >> 4) & 1 = 1,
-    # wbar 0x223f & 7 = 7, rbar 0x447 & 7 = 7, wait (0x447f2 >> 11) & 0x3f = 0x88 & 0x3f = 0x08 (scoreboard 3),
-    # reuse 0x447f2 >> 17 = 2 (the second source, R12)
-    ("FMUL R19, R19, R12.reuse", 0x088FE40000400000,
-     {"stall": 2, "yield_hint": False, "write_barrier": None, "read_barrier": None, "wait_mask": 0x08, "reuse": 2}),
+    # FMUL R14, R14, R13.reuse: 0x090fe4 >> 1 = 0x487f2: stall 2, yield bit (0x487f2 >> 4) & 1 = 1,
+    # wbar 0x243f & 7 = 7, rbar 0x487 & 7 = 7, wait (0x487f2 >> 11) & 0x3f = 0x90 & 0x3f = 0x10 (scoreboard 4),
+    # reuse 0x487f2 >> 17 = 2 (the second source, R13)
+    ("FMUL R14, R14, R13.reuse", 0x090FE40000400000,
+     {"stall": 2, "yield_hint": False, "write_barrier": None, "read_barrier": None, "wait_mask": 0x10, "reuse": 2}),
 ]
 
 #: stalls of GEMM 2x2x2's sm_80 prologue, read by hand as (bits 40-47 of hi) >> 1 & 0xf, from MOV R1 to @P0 EXIT:
