@@ -152,7 +152,8 @@ class TimelineData:
         --------
         >>> import numpy as np
         >>> d = TimelineData(["x", "y"], ["f32", "f32"], ["scalar", "scalar"], np.array([0, 1]), np.array([0, 1]),
-        ...                  np.array([2, 3]), np.array([[0], [1]]), [1, 2, 2, 1], operands=([0, 1, 0, 1], [0, 1, 2, 3]))
+        ...                  np.array([2, 3]), np.array([[0], [1]]), [1, 2, 2, 1],
+        ...                  operands=([0, 1, 0, 1], [0, 1, 2, 3]))
         >>> d.operand_bars([2]).y.tolist(), d.operand_bars([1, 2]).y.tolist(), len(d.operand_bars([]))
         ([0], [0, 1], 0)
         """
@@ -322,6 +323,8 @@ def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
 CRITICAL_LABEL = "critical path (model)"
+#: the legend's label of the outlined bars: :meth:`TimelineData.operand_bars` of the marked instructions
+OPERAND_LABEL = "written or read by the marked instruction(s)"
 
 
 def critical_path_points(plan: Plan, critical) -> tuple[np.ndarray, np.ndarray]:
@@ -392,6 +395,10 @@ def stall_strip(sass, listing) -> StallStrip | str:
     ``sass`` (the life-range listing of the same cubin, :class:`kernels.sass.SassLiveness`), matched by offset
     and opcode; if the two listings' instructions differ, a sentence saying where (nothing to draw).
 
+    ``nvdisasm -plr`` leaves out the NOPs that pad the kernel's code after its last instruction and ``-hex``
+    prints them (measured on sm_80 and sm_90 with the CUDA 13 nvdisasm): trailing NOPs of the ``-hex`` listing
+    have no row and are not drawn; any other extra instruction is a mismatch.
+
     Examples
     --------
     >>> from kernels.control import parse_hex
@@ -415,6 +422,9 @@ def stall_strip(sass, listing) -> StallStrip | str:
         if ins.offset != int(offset, 16) or ins.opcode != opcode:
             return (f"the -hex listing does not match the life-range listing at row {i} "
                     f"(/*{ins.offset:04x}*/ {ins.opcode} against /*{offset}*/ {opcode})")
-    if len(hexed) != len(sass.offsets):
-        return (f"the -hex listing has {len(hexed)} instructions, the life-range listing {len(sass.offsets)}")
-    return StallStrip(tuple(sass.offsets), tuple(sass.texts), tuple(ins.control for ins in hexed))
+    extra = [ins for ins in hexed[len(sass.offsets):] if ins.opcode != "NOP"]
+    if len(hexed) < len(sass.offsets) or extra:
+        return (f"the -hex listing has {len(hexed)} instructions, the life-range listing {len(sass.offsets)}"
+                + (f" (/*{extra[0].offset:04x}*/ {extra[0].opcode} after its last row is not NOP padding)"
+                   if extra else ""))
+    return StallStrip(tuple(sass.offsets), tuple(sass.texts), tuple(ins.control for ins in hexed[:len(sass.offsets)]))

@@ -90,7 +90,7 @@ HEX = "\n".join(f"  /*{o:04x}*/ {t} ; /* 0x0000000000000000 */\n        /* 0x{c 
 
 def test_the_stall_strip_is_the_decoded_control_bits_row_by_row():
     strip = stall_strip(parse_sass(SASS), parse_hex(HEX))
-    assert strip.stall.tolist() == [c.stall for c in (i.control for i in parse_hex(HEX).instructions)] == [1, 2, 3, 4, 5]
+    assert strip.stall.tolist() == [i.control.stall for i in parse_hex(HEX).instructions] == [1, 2, 3, 4, 5]
     assert strip.waits.tolist() == [1, 3]
     assert strip.describe(3).splitlines()[1:] == ["stall 4 cycles, yield (----:B01----:R-:W-:Y:S04)",
                                                  "sets write barrier none, read barrier none; waits on SB0, SB1"]
@@ -105,3 +105,8 @@ def test_a_listing_of_other_instructions_aligns_nothing():
     assert "at row 3 (/*0030*/ STL against /*0030*/ STG.E)" in stall_strip(s, parse_hex(other))
     short = HEX.rsplit("\n", 2)[0]
     assert stall_strip(s, parse_hex(short)) == "the -hex listing has 4 instructions, the life-range listing 5"
+    padded = HEX + "\n  /*0050*/ NOP ; /* 0x0000000000007918 */\n        /* 0x000fc00000000000 */"
+    assert stall_strip(s, parse_hex(padded)).stall.tolist() == [1, 2, 3, 4, 5]       # padding after EXIT: no row
+    assert stall_strip(s, parse_hex(padded.replace("NOP", "MOV R0, 0x2"))) == (
+        "the -hex listing has 6 instructions, the life-range listing 5 (/*0050*/ MOV after its last row is not "
+        "NOP padding)")
