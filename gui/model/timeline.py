@@ -357,8 +357,8 @@ def _short(items: list[int]) -> str:
 
 
 #: the legend's labels of the stall strip under the SASS timeline: figures decoded from the encoding, not a model
-STALL_LABEL = "stall cycles encoded in the control bits (nvdisasm -hex; measured, not a model)"
-WAIT_LABEL = "waits on a scoreboard (wait mask set)"
+STALL_LABEL = "encoded stall cycles (SASS control bits: measured, not a model)"
+WAIT_LABEL = "waits on a scoreboard"
 
 
 @dataclass(frozen=True)

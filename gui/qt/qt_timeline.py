@@ -192,8 +192,8 @@ class QtTimeline(QWidget):
         plot.setXLink(self.plot)
         plot.setMouseEnabled(y=False)
         self.layout_.ci.layout.setRowStretchFactor(2, 1)
-        legend = plot.addLegend(offset=(-10, 2), labelTextSize="8pt", labelTextColor="#f0f0f0",
-                                brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"))
+        legend = plot.addLegend(offset=(-10, 1), labelTextSize="8pt", labelTextColor="#f0f0f0",
+                                brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"), verSpacing=-6)
         self.stall_item = pg.BarGraphItem(x0=[], x1=[], y0=[], height=[], brush="#8f9fd8", pen=None)
         self.wait_item = pg.ScatterPlotItem([], [], symbol="t1", size=7, brush="#f28e2b", pen=None)
         plot.addItem(self.stall_item)
@@ -325,7 +325,8 @@ class QtTimeline(QWidget):
         x = np.arange(len(stall), dtype=float)
         self.stall_item.setOpts(x0=x + 0.1, x1=x + 0.9, y0=np.zeros(len(x)), height=stall.astype(float))
         self.wait_item.setData(waits + 0.5, stall[waits] + 0.8 if len(waits) else np.zeros(0))
-        self.stall_plot.setYRange(0, (int(stall.max()) if len(stall) else 0) + 6, padding=0)
+        # the top part is the legend's: the tallest bar stays under it
+        self.stall_plot.setYRange(0, (int(stall.max()) if len(stall) else 0) * 1.8 + 3, padding=0)
 
     # -- interaction -----------------------------------------------------------------------
     def value_at_point(self, p: QPointF) -> str | None:
