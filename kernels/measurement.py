@@ -297,11 +297,14 @@ class PlanSummary(_Record):
 
 @dataclass(frozen=True)
 class Listings:
-    """The texts a build produced: the kernel source, its PTX, and the SASS listing per architecture."""
+    """The texts a build produced: the kernel source, its PTX, and per architecture the SASS listing with its
+    life ranges (``sass``) and with its encodings (``hex``, ``nvdisasm -c -hex``: the control bits; empty in a
+    reply from before they were kept)."""
 
     source: str
     ptx: str
     sass: dict
+    hex: dict = field(default_factory=dict)
 
 
 def _measurement_fields() -> dict:
@@ -361,11 +364,13 @@ class Measurement(_Record):
     def to_reply(self) -> dict:
         """The worker's reply: the report and the listings."""
         listings = self.listings or Listings("", "", {})
-        return {"report": self.to_dict(), "ptx": listings.ptx, "source": listings.source, "sass": dict(listings.sass)}
+        return {"report": self.to_dict(), "ptx": listings.ptx, "source": listings.source, "sass": dict(listings.sass),
+                "hex": dict(listings.hex)}
 
     @classmethod
     def from_reply(cls, reply: dict) -> Measurement:
-        return cls.from_dict(reply["report"], Listings(reply["source"], reply["ptx"], dict(reply["sass"])))
+        return cls.from_dict(reply["report"], Listings(reply["source"], reply["ptx"], dict(reply["sass"]),
+                                                       dict(reply.get("hex", {}))))
 
     @functools.cached_property
     def _parsed(self) -> dict:
@@ -380,6 +385,17 @@ class Measurement(_Record):
         if arch not in self._parsed:
             self._parsed[arch] = parse_sass(self.listings.sass[arch])
         return self._parsed[arch]
+
+    def control_listing(self, arch: str):
+        """The parsed ``nvdisasm -hex`` listing of ``arch`` (a :class:`kernels.control.Listing`: each instruction's
+        control bits), None without it."""
+        from kernels.control import parse_hex
+
+        if self.listings is None or not self.listings.hex.get(arch):
+            return None
+        if ("hex", arch) not in self._parsed:
+            self._parsed[("hex", arch)] = parse_hex(self.listings.hex[arch])
+        return self._parsed[("hex", arch)]
 
 
 @dataclass(frozen=True)

@@ -284,7 +284,8 @@ def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailabl
                        sass, kernel_figures(build),
                        simulator, gpu, build.toolchain, {k: round(v, 1) for k, v in build.timings_ms.items()},
                        build.cached, Listings(build.source.text, build.ptx,
-                                              {a: b.sass_text for a, b in build.archs.items()}),
+                                              {a: b.sass_text for a, b in build.archs.items()},
+                                              {a: b.hex_text for a, b in build.archs.items()}),
                        build.cache_warning, model_times(plan, build, sass))
 
 

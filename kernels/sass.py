@@ -14,7 +14,10 @@ instruction, so the views that draw a plan draw the compiled kernel too.
 Invariant: ``pressure[i]`` is nvdisasm's count on row i, equal to the number of live
 ranges covering row i (an ``x`` row closes the old range just before it); the parser
 checks it equals the number of registers it reads as live on that row
-(a mismatch is an error, not a guess).
+(a mismatch is an error, not a guess). ``read_value``/``read_row`` are the
+``v`` and ``x`` marks, each on the range live in its register just before
+(an ``x`` row reads the range that ends on the row above it), so a range is
+read by its last-use row and by every earlier row marked ``v``.
 
 Examples
 --------
@@ -30,6 +33,8 @@ Examples
 >>> s = parse_sass(text)
 >>> s.maxlive, s.pressure.tolist(), s.names
 (2, [1, 2, 2, 1, 0], ('R0@0000', 'R1@0010', 'R2@0020'))
+>>> s.read_value.tolist(), s.read_row.tolist(), s.defined.tolist()    # R0 read on row 1, R1 on 2, R2 on 3
+([0, 1, 2], [1, 2, 3], [True, True, True])
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ class SassLiveness(PressureFigures):
     start, end : each range's interval
     pressure : live general registers at each instruction (nvdisasm's count)
     register_columns : how many register columns nvdisasm printed
+    read_value, read_row : range ``read_value[k]`` is read by the instruction on row ``read_row[k]`` (nvdisasm's
+        ``v`` and ``x`` marks), sorted by row
+    defined : whether each range starts at an instruction that writes it (``^`` or ``x``); False for a
+        register live before the first instruction
     """
 
     offsets: tuple
@@ -85,6 +94,9 @@ class SassLiveness(PressureFigures):
     end: np.ndarray
     pressure: np.ndarray
     register_columns: int
+    read_value: np.ndarray
+    read_row: np.ndarray
+    defined: np.ndarray
 
     @property
     def assignment(self) -> dict:
@@ -191,5 +203,18 @@ def parse_sass(text: str) -> SassLiveness:
     reg, start_row, end_row = reg[order], start_row[order], end_row[order]
     names = tuple(f"R{r}@{offsets[i]}" for r, i in zip(reg.tolist(), start_row.tolist()))
     index = np.arange(len(names), dtype=np.int64)
+    read_value, read_row = _reads(col, starts, end, n, np.argsort(order))
+    defined = np.isin(col[starts], (ord("^"), ord("x")))[order]
     return SassLiveness(tuple(offsets), tuple(texts), names, reg.astype(np.int64), index, start_row, end_row,
-                        start_row, end_row, counts, width)
+                        start_row, end_row, counts, width, read_value, read_row, defined)
+
+
+def _reads(col, starts, ends, n: int, rank) -> tuple[np.ndarray, np.ndarray]:
+    """(range, row) of every ``v`` and ``x`` mark of the column-major grid ``col``; ``starts``/``ends`` are the
+    ranges' first and last flat positions (ascending), ``rank`` maps them to the returned range order."""
+    at = np.flatnonzero((col == ord("v")) | (col == ord("x")))
+    k = np.searchsorted(starts, at, side="right") - 1 - (col[at] == ord("x"))   # x: the range before its new one
+    ok = (k >= 0) & (at // n == starts[np.maximum(k, 0)] // n) & (ends[np.maximum(k, 0)] >= at - (col[at] == ord("x")))
+    value, row = rank[k[ok]], at[ok] % n
+    order = np.lexsort((value, row))
+    return value[order].astype(np.int64), row[order].astype(np.int64)

@@ -4,8 +4,10 @@ Invariant: bar ``k`` spans instructions ``[x0[k], x1[k])`` on row ``row[k]``
 (a register, or ``-1 - slot`` for a spill slot) and belongs to value
 ``value[k]`` (-1: none); a plan gives one bar per live segment per register
 of its value and one per spilled value's slot, a SASS listing one per
-nvdisasm live range. Everything the Qt view draws is computed here from
-arrays; the view only hands them to pyqtgraph.
+nvdisasm live range. ``operands`` (when given) pairs values with the
+instructions that write or read them: value ``operands[0][k]`` at
+instruction ``operands[1][k]``. Everything the Qt view draws is computed
+here from arrays; the view only hands them to pyqtgraph.
 """
 
 from __future__ import annotations
@@ -52,12 +54,15 @@ class TimelineData:
     """
 
     def __init__(self, names, types, roles, seg_value, seg_start, seg_end, registers, pressure,
-                 phases=(), loops=(), slots=None, describe=None, positions=False, peak_label="MAXLIVE"):
+                 phases=(), loops=(), slots=None, describe=None, positions=False, peak_label="MAXLIVE",
+                 operands=None):
         """``registers``: (values, k) array of each value's registers, -1 where it has fewer.
         ``positions``: segments are the engine's positions (2i before instruction i reads, 2i+1 after it
         writes), drawn from i+0.5 (after a definition) to j+0.5 (the last read); otherwise whole rows.
-        ``peak_label``: what the largest pressure is called (MAXLIVE is the program's before spill code)."""
+        ``peak_label``: what the largest pressure is called (MAXLIVE is the program's before spill code).
+        ``operands``: (values, instructions) arrays, value ``values[k]`` written or read by ``instructions[k]``."""
         self.peak_label = peak_label
+        self.operands = tuple(np.asarray(a, dtype=np.int64) for a in operands) if operands is not None else None
         self.names, self.types, self.roles = list(names), list(types), list(roles)
         self.number = {n: i for i, n in enumerate(self.names)}
         self.pressure = np.asarray(pressure)
@@ -138,6 +143,25 @@ class TimelineData:
         """Every bar of value ``name`` (none for an unknown name)."""
         v = self.number.get(name) if name else None
         return _empty_bars() if v is None else self.bars_of(self.value == v)
+
+    def operand_bars(self, rows) -> Bars:
+        """Every bar of the values that the instructions ``rows`` write or read (none without ``operands``):
+        the live ranges of a set of marked instructions.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> d = TimelineData(["x", "y"], ["f32", "f32"], ["scalar", "scalar"], np.array([0, 1]), np.array([0, 1]),
+        ...                  np.array([2, 3]), np.array([[0], [1]]), [1, 2, 2, 1],
+        ...                  operands=([0, 1, 0, 1], [0, 1, 2, 3]))
+        >>> d.operand_bars([2]).y.tolist(), d.operand_bars([1, 2]).y.tolist(), len(d.operand_bars([]))
+        ([0], [0, 1], 0)
+        """
+        if self.operands is None:
+            return _empty_bars()
+        values, instructions = self.operands
+        touched = np.unique(values[np.isin(instructions, np.asarray(list(rows), dtype=np.int64))])
+        return self.bars_of(np.isin(self.value, touched))
 
     def conflict_bars(self, conflicts) -> Bars:
         """The bars of each conflict's values that cover its instruction."""
@@ -231,7 +255,25 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
                         analysis.seg_start, analysis.seg_end, regs, analysis.pressure, phases, loops,
                         spill_slot_spans(plan), _plan_describer(plan, analysis), positions=True,
                         # with spill code the curve is the plan program's, not the program's MAXLIVE
-                        peak_label="peak with spill code" if plan.spills else "MAXLIVE")
+                        peak_label="peak with spill code" if plan.spills else "MAXLIVE",
+                        operands=plan_operands(program, names))
+
+
+def plan_operands(program, names) -> tuple[np.ndarray, np.ndarray]:
+    """(values, instructions): each value (index in ``names``) that an instruction defines or uses, once per
+    instruction, in instruction order.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
+    >>> [a.tolist() for a in plan_operands(p, ["x", "y"])]
+    [[0, 1, 0, 1], [0, 1, 1, 2]]
+    """
+    number = {n: i for i, n in enumerate(names)}
+    pairs = [(number[n], i) for i, ins in enumerate(program.instructions)
+             for n in dict.fromkeys([*(d.name for d in ins.defs), *ins.uses]) if n in number]
+    return (np.array([v for v, _ in pairs], dtype=np.int64), np.array([i for _, i in pairs], dtype=np.int64))
 
 
 def _plan_describer(plan: Plan, analysis):
@@ -253,7 +295,12 @@ def _plan_describer(plan: Plan, analysis):
 
 
 def sass_timeline(sass) -> TimelineData:
-    """Bars of a compiled kernel's SASS: nvdisasm's live ranges on their physical registers."""
+    """Bars of a compiled kernel's SASS: nvdisasm's live ranges on their physical registers.
+
+    A SASS row's operands are the ranges it writes (a range that starts on the row with nvdisasm's ``^`` or
+    ``x`` mark) and the ranges it reads (its ``v`` and ``x`` marks: :attr:`kernels.sass.SassLiveness.read_row`).
+    nvdisasm starts a new range after a read that the register outlives, so a range read on its first row
+    without a write is that row's operand as a read only."""
     names = list(sass.names)
     regs = sass.registers.tolist()
 
@@ -264,11 +311,20 @@ def sass_timeline(sass) -> TimelineData:
 
     return TimelineData(names, ["b32"] * len(names), ["SASS live range"] * len(names), sass.seg_value,
                         sass.seg_start, sass.seg_end, np.asarray(regs, dtype=np.int64).reshape(-1, 1),
-                        sass.pressure, describe=describe, peak_label="SASS MAXLIVE")
+                        sass.pressure, describe=describe, peak_label="SASS MAXLIVE", operands=sass_operands(sass))
+
+
+def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
+    """(ranges, rows): each live range a SASS row writes (first) or reads (see :func:`sass_timeline`)."""
+    written = np.flatnonzero(sass.defined)
+    return (np.concatenate([written, sass.read_value]).astype(np.int64),
+            np.concatenate([sass.start[written], sass.read_row]).astype(np.int64))
 
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
 CRITICAL_LABEL = "critical path (model)"
+#: the legend's label of the outlined bars: :meth:`TimelineData.operand_bars` of the marked instructions
+OPERAND_LABEL = "written or read by the marked instruction(s)"
 
 
 def critical_path_points(plan: Plan, critical) -> tuple[np.ndarray, np.ndarray]:
@@ -298,3 +354,77 @@ def critical_path_points(plan: Plan, critical) -> tuple[np.ndarray, np.ndarray]:
 
 def _short(items: list[int]) -> str:
     return ", ".join(map(str, items[:8])) + (f" ... ({len(items)} in all)" if len(items) > 8 else "") or "-"
+
+
+#: the legend's labels of the stall strip under the SASS timeline: figures decoded from the encoding, not a model
+STALL_LABEL = "encoded stall cycles (SASS control bits: measured, not a model)"
+WAIT_LABEL = "waits on a scoreboard"
+
+
+@dataclass(frozen=True)
+class StallStrip:
+    """Each SASS row's control code (a :class:`kernels.control.Control`), row ``i`` the life-range listing's
+    row ``i``: what :func:`stall_strip` aligned."""
+
+    offsets: tuple
+    texts: tuple
+    controls: tuple
+
+    @property
+    def stall(self) -> np.ndarray:
+        """The encoded stall cycles of each row."""
+        return np.array([c.stall for c in self.controls], dtype=np.int64)
+
+    @property
+    def waits(self) -> np.ndarray:
+        """The rows that wait on a scoreboard (a non-empty wait mask)."""
+        return np.array([i for i, c in enumerate(self.controls) if c.wait_mask], dtype=np.int64)
+
+    def describe(self, row: int) -> str:
+        """A row's stall, yield and scoreboards in words."""
+        c = self.controls[row]
+        waits = ", ".join(f"SB{b}" for b in range(6) if c.wait_mask >> b & 1) or "none"
+        board = (lambda b: "none" if b is None else f"SB{b}")
+        return (f"/*{self.offsets[row]}*/ {self.texts[row]}\nstall {c.stall} cycle{'s' * (c.stall != 1)}, "
+                f"{'yield' if c.yield_hint else 'no yield'} ({c})\nsets write barrier {board(c.write_barrier)}, "
+                f"read barrier {board(c.read_barrier)}; waits on {waits}")
+
+
+def stall_strip(sass, listing) -> StallStrip | str:
+    """The control codes of ``listing`` (``nvdisasm -hex``, :class:`kernels.control.Listing`) on the rows of
+    ``sass`` (the life-range listing of the same cubin, :class:`kernels.sass.SassLiveness`), matched by offset
+    and opcode; if the two listings' instructions differ, a sentence saying where (nothing to draw).
+
+    ``nvdisasm -plr`` leaves out the NOPs that pad the kernel's code after its last instruction and ``-hex``
+    prints them (measured on sm_80 and sm_90 with the CUDA 13 nvdisasm): trailing NOPs of the ``-hex`` listing
+    have no row and are not drawn; any other extra instruction is a mismatch.
+
+    Examples
+    --------
+    >>> from kernels.control import parse_hex
+    >>> from kernels.sass import parse_sass
+    >>> sass = parse_sass('''// | GPR |
+    ... // |   # 0 |
+    ...   /*0000*/ MOV R0, 0x1 ; // |   1 ^ |
+    ...   /*0010*/ EXIT ; // |   0   |''')
+    >>> hexed = '''  /*0000*/ MOV R0, 0x1 ; /* 0x0000000100007802 */
+    ...                               /* 0x%016x */
+    ...   /*0010*/ EXIT ; /* 0x000000000000794d */
+    ...                               /* 0x%016x */'''
+    >>> strip = stall_strip(sass, parse_hex(hexed % (0x7E2 << 41, (0x7E5 | 1 << 12) << 41)))
+    >>> strip.stall.tolist(), strip.waits.tolist()
+    ([2, 5], [1])
+    >>> stall_strip(sass, parse_hex(hexed.replace("0010", "0020") % (0, 0)))
+    'the -hex listing does not match the life-range listing at row 1 (/*0020*/ EXIT against /*0010*/ EXIT)'
+    """
+    hexed = listing.instructions
+    for i, (ins, offset, opcode) in enumerate(zip(hexed, sass.offsets, sass.opcodes())):
+        if ins.offset != int(offset, 16) or ins.opcode != opcode:
+            return (f"the -hex listing does not match the life-range listing at row {i} "
+                    f"(/*{ins.offset:04x}*/ {ins.opcode} against /*{offset}*/ {opcode})")
+    extra = [ins for ins in hexed[len(sass.offsets):] if ins.opcode != "NOP"]
+    if len(hexed) < len(sass.offsets) or extra:
+        return (f"the -hex listing has {len(hexed)} instructions, the life-range listing {len(sass.offsets)}"
+                + (f" (/*{extra[0].offset:04x}*/ {extra[0].opcode} after its last row is not NOP padding)"
+                   if extra else ""))
+    return StallStrip(tuple(sass.offsets), tuple(sass.texts), tuple(ins.control for ins in hexed[:len(sass.offsets)]))

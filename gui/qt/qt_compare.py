@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from engine.arch import DEFAULT_BUILD_ARCHS
+from gui.model.timeline import StallStrip, stall_strip
 from gui.qt.qt_timeline import QtTimeline
+from kernels.control import ControlError
 from kernels.report import Column, compare_rows
 
 #: the architectures the views show: those a build measures
@@ -127,8 +129,12 @@ class QtSassView(QWidget):
 
     Linked to the plan as Compiler Explorer links source and assembly, through the measurement's SASS-to-IR
     map (kernels.sass_lines): a click on a SASS instruction emits ``irSelected`` with the plan instruction it
-    came from; :meth:`show_ir` marks the SASS instructions of a plan instruction. A kernel shown after its
-    plan changed (:meth:`forget_links`) links nothing.
+    came from; :meth:`show_ir` marks the SASS instructions of a plan instruction and the timeline outlines the
+    live ranges they write or read. A kernel shown after its plan changed (:meth:`forget_links`) links nothing.
+
+    Under the pressure, the stall cycles encoded in each SASS instruction's control bits (the measurement's
+    ``nvdisasm -hex`` listing, aligned with the life-range rows by offset); when the two listings do not
+    align nothing is drawn and the caption says why.
     """
 
     instructionSelected = Signal(int)
@@ -142,7 +148,7 @@ class QtSassView(QWidget):
         self.arch.currentTextChanged.connect(lambda _: self.refresh())
         self.caption = QLabel("Build & measure (Ctrl+B) to see what ptxas made of the current plan.")
         self.caption.setWordWrap(True)
-        self.timeline = QtTimeline(editable=False)
+        self.timeline = QtTimeline(editable=False, stalls=True)
         self.timeline.instructionSelected.connect(self.sass_clicked)
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
@@ -216,6 +222,7 @@ class QtSassView(QWidget):
         s = m.sass_liveness(a) if m is not None else None
         if s is None:
             self.text.setPlainText("")
+            self.timeline.set_stalls(None)
             return
         self.timeline.show_sass(s, self.budget)
         self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
@@ -224,8 +231,23 @@ class QtSassView(QWidget):
         self.caption.setText(f"{a}, {m.kernel.entry} at the {at_plan.cap_text}: ptxas {at_plan.registers} "
                              f"registers, SASS MAXLIVE {s.maxlive} (plan: {m.planned.registers} registers, MAXLIVE "
                              f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers). "
-                             + self._link_text(m.sass[a].ir_map if a in m.sass else None))
+                             + self._link_text(m.sass[a].ir_map if a in m.sass else None) + " "
+                             + self._stalls(m, a, s))
         self.show_ir(self.ir_index)
+
+    def _stalls(self, m, arch: str, sass) -> str:
+        """Draw the encoded stalls of ``arch`` under the pressure, or nothing; the caption's sentence on them."""
+        try:
+            listing = m.control_listing(arch)
+            strip = (stall_strip(sass, listing) if listing is not None
+                     else "the measurement has no nvdisasm -hex listing (a report from before it was kept)")
+        except ControlError as e:
+            strip = f"its nvdisasm -hex listing is unreadable ({e})"
+        self.timeline.set_stalls(strip if isinstance(strip, StallStrip) else None)
+        if isinstance(strip, StallStrip):
+            return ("Under the pressure: each instruction's stall cycles as encoded in its control bits "
+                    "(hover for yield and scoreboards).")
+        return f"Stall cycles not drawn: {strip}."
 
     @staticmethod
     def _link_text(mapped) -> str:

@@ -13,7 +13,14 @@ drag of a bar onto another row asks for an assignment edit
 
 Columns marked in yellow (:meth:`QtTimeline.set_linked`) are the
 instructions linked to one selected in another view: a plan instruction's
-SASS instructions, or a SASS instruction's plan instruction.
+SASS instructions, or a SASS instruction's plan instruction. The bars of
+the values the marked instructions (the linked ones and the selected one)
+write or read are outlined in cyan.
+
+With ``stalls=True`` (the SASS view) a third plot under the pressure shows
+each SASS row's encoded stall cycles (:meth:`QtTimeline.set_stalls`, the
+control bits of ``nvdisasm -hex``), rows that wait on a scoreboard marked
+with an orange triangle; hovering a row says its stall, yield and barriers.
 
 The same view draws a compiled kernel: :meth:`QtTimeline.show_sass` takes
 nvdisasm's live ranges (kernels.sass) instead of a plan.
@@ -35,7 +42,13 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from engine.plan import Plan
 from gui.model import timeline as timeline_model
-from gui.model.timeline import Bars, TimelineData, plan_timeline, sass_timeline
+from gui.model.timeline import (
+    Bars,
+    StallStrip,
+    TimelineData,
+    plan_timeline,
+    sass_timeline,
+)
 
 ROLE_COLOURS = {"A fragment": "#4e79a7", "B fragment": "#59a14f", "accumulator": "#e15759",
                 "softmax temporary": "#b07aa1", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
@@ -96,7 +109,7 @@ class QtTimeline(QWidget):
     valueDropped = Signal(str, object)   # value name, register row (int) or None when dropped off the rows
     contextRequested = Signal(str, object)   # value name, global position: the window shows the value's menu
 
-    def __init__(self, parent=None, editable: bool = True):
+    def __init__(self, parent=None, editable: bool = True, stalls: bool = False):
         super().__init__(parent)
         self.editable = editable
         self.data: TimelineData | None = None
@@ -136,6 +149,12 @@ class QtTimeline(QWidget):
         self.linked_item.setZValue(8)
         self.plot.addItem(self.linked_item)
         self.linked: tuple = ()
+        #: the bars of the values the linked instructions and the selected one write or read
+        self.operand_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.6, brush=pg.mkBrush(0, 229, 255, 90),
+                                            pen=pg.mkPen("#00e5ff", width=2))
+        self.operand_item.setZValue(9.5)
+        self.plot.addItem(self.operand_item)
+        self.instruction: int | None = None
         self.drop_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#ffd700", style=Qt.PenStyle.DotLine))
         self.drop_line.hide()
         for item in (self.conflict_item, self.select_item, self.drop_line):
@@ -156,11 +175,32 @@ class QtTimeline(QWidget):
         self.plot.addItem(self.cursor2)
         self.cursor.hide()
         self.cursor2.hide()
+        self.stall_plot = self._stall_plot() if stalls else None
+        self.stalls: StallStrip | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.layout_)
         self.layout_.scene().sigMouseMoved.connect(self._hover)
         self._legend_roles: tuple = ()
+
+    def _stall_plot(self):
+        """The strip of encoded stall cycles under the pressure, its bars and wait marks created once."""
+        plot = self.layout_.addPlot(row=2, col=0)
+        plot.setLabel("left", "stall")
+        self.pressure_plot.setLabel("bottom", "")
+        plot.setLabel("bottom", "instruction")
+        plot.setXLink(self.plot)
+        plot.setMouseEnabled(y=False)
+        self.layout_.ci.layout.setRowStretchFactor(2, 1)
+        legend = plot.addLegend(offset=(-10, 1), labelTextSize="8pt", labelTextColor="#f0f0f0",
+                                brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"), verSpacing=-6)
+        self.stall_item = pg.BarGraphItem(x0=[], x1=[], y0=[], height=[], brush="#8f9fd8", pen=None)
+        self.wait_item = pg.ScatterPlotItem([], [], symbol="t1", size=7, brush="#f28e2b", pen=None)
+        plot.addItem(self.stall_item)
+        plot.addItem(self.wait_item)
+        legend.addItem(self.stall_item, timeline_model.STALL_LABEL)
+        legend.addItem(self.wait_item, timeline_model.WAIT_LABEL)
+        return plot
 
     # -- data ------------------------------------------------------------------------------
     def show_plan(self, plan: Plan, analysis, conflicts=(), selection: str | None = None) -> None:
@@ -250,14 +290,43 @@ class QtTimeline(QWidget):
         x = np.asarray(self.linked, dtype=float)
         top = float(self.data.height) if self.data is not None else 0.0
         self.linked_item.setOpts(x0=x, x1=x + 1, y0=np.full(len(x), -0.5), y1=np.full(len(x), top))
+        self._operands()
 
     def set_instruction(self, index: int | None) -> None:
+        self.instruction = None if index is None or index < 0 else int(index)
         for line in (self.cursor, self.cursor2):
-            if index is None or index < 0:
+            if self.instruction is None:
                 line.hide()
             else:
-                line.setValue(index + 0.5)
+                line.setValue(self.instruction + 0.5)
                 line.show()
+        self._operands()
+
+    def _operands(self) -> None:
+        """Outline the bars the linked instructions and the selected one write or read."""
+        rows = set(self.linked) | ({self.instruction} if self.instruction is not None else set())
+        bars = self.data.operand_bars(rows) if self.data is not None and rows else None
+        if bars is None or not len(bars):
+            self.operand_item.setOpts(x0=[], x1=[], y=[], height=0.6)
+        else:
+            self.operand_item.setOpts(x0=bars.x0, x1=bars.x1, y=bars.y, height=0.6)
+        self.legend.removeItem(self.operand_item)
+        if bars is not None and len(bars):
+            self.legend.addItem(self.operand_item, timeline_model.OPERAND_LABEL)
+
+    def set_stalls(self, strip: StallStrip | None) -> None:
+        """Draw each SASS row's encoded stall cycles and mark the rows that wait on a scoreboard (None: nothing,
+        the rows and the -hex listing did not align)."""
+        self.stalls = strip
+        if self.stall_plot is None:
+            return
+        stall = strip.stall if strip is not None else np.zeros(0, dtype=np.int64)
+        waits = strip.waits if strip is not None else np.zeros(0, dtype=np.int64)
+        x = np.arange(len(stall), dtype=float)
+        self.stall_item.setOpts(x0=x + 0.1, x1=x + 0.9, y0=np.zeros(len(x)), height=stall.astype(float))
+        self.wait_item.setData(waits + 0.5, stall[waits] + 0.8 if len(waits) else np.zeros(0))
+        # the top part is the legend's: the tallest bar stays under it
+        self.stall_plot.setYRange(0, (int(stall.max()) if len(stall) else 0) * 1.8 + 3, padding=0)
 
     # -- interaction -----------------------------------------------------------------------
     def value_at_point(self, p: QPointF) -> str | None:
@@ -290,6 +359,12 @@ class QtTimeline(QWidget):
         self.valueDropped.emit(name, row)
 
     def _hover(self, pos) -> None:
+        if self.stalls is not None and self.stall_plot.sceneBoundingRect().contains(pos):
+            row = int(np.floor(self.stall_plot.vb.mapSceneToView(pos).x()))
+            if 0 <= row < len(self.stalls.controls):
+                QToolTip.showText(self.layout_.mapToGlobal(self.layout_.mapFromScene(pos)),
+                                  self.stalls.describe(row), self.layout_)
+            return
         if self.data is None or self.data.describe is None:
             return
         if not self.plot.sceneBoundingRect().contains(pos):

@@ -4,13 +4,20 @@ instruction. The kernel is built with NVVM, ptxas and nvdisasm."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
+import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from engine.edits import Move
+from engine.liveness import analyze
+from gui.qt.qt_compare import QtSassView
 from gui.qt.qt_main_window import QtMainWindow
+from kernels.control import parse_hex
 from kernels.pipeline import measure
 
 WORKLOAD, OPTIONS = {"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [4, 4]}
@@ -115,3 +122,119 @@ def test_a_kernel_of_an_older_plan_links_nothing(window, measured):
     window.doc.select_instruction(5)
     _click(view.timeline, 20.5, -0.4)
     assert window.doc.instruction == 5 and view.timeline.linked == ()
+
+
+def _marked_ranges(m, arch: str, rows) -> set[int]:
+    """The live ranges the SASS ``rows`` write or read, read here from nvdisasm's marks in the listing's text
+    (``^`` writes the range starting on the row, ``v`` reads the range covering it, ``x`` reads the range ending
+    on the row above and writes the one starting on it), not through kernels.sass's read arrays."""
+    s = m.sass_liveness(arch)
+    lines = m.listings.sass[arch].splitlines()
+    header = next(line for line in lines if "//" in line and "#" in line)
+    first = header.split("//", 1)[1].split("|")[1].index("#") + 2
+    found = set()
+    for r in rows:
+        line = next(line for line in lines if f"/*{s.offsets[r]}*/" in line)
+        marks = line.split("//", 1)[1].split("|")[1][first:]
+        for reg, mark in enumerate(marks):
+            on = s.registers == reg
+            if mark in "^x":
+                found |= set(np.flatnonzero(on & (s.start == r)).tolist())
+            if mark == "x":
+                found |= set(np.flatnonzero(on & (s.end == r - 1)).tolist())
+            if mark == "v":
+                found |= set(np.flatnonzero(on & (s.start <= r) & (s.end >= r)).tolist())
+            if mark in "^vx":           # a marked register is an operand the instruction names
+                assert re.search(rf"\bR{reg}\b", s.texts[r]), (reg, s.texts[r])
+    return found
+
+
+def _outlined(timeline) -> list[tuple[float, float]]:
+    opts = timeline.operand_item.opts
+    return sorted(zip(np.asarray(opts["y"], dtype=float).tolist(), np.asarray(opts["x0"], dtype=float).tolist()))
+
+
+def test_a_plan_instruction_outlines_the_live_ranges_of_its_sass_instructions(window, measured):
+    plan, m = measured
+    fma = next(i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "fma")
+    window.tabs.setCurrentWidget(window.timeline)
+    QApplication.processEvents()
+    _click(window.timeline, fma + 0.5, -0.4)
+    view = window.sass_view
+    rows = view.timeline.linked
+    assert rows and view.timeline.instruction is None          # only the linked rows are marked on the SASS side
+    ranges = _marked_ranges(m, "sm_80", rows)
+    assert len(ranges) >= 3 * len(rows) - 1                    # an FFMA reads three ranges and writes one
+    s = m.sass_liveness("sm_80")
+    assert _outlined(view.timeline) == sorted((float(s.registers[k]), float(s.start[k])) for k in ranges)
+    assert len(view.timeline.operand_item.opts["x0"]) == len(ranges)
+    window.doc.select_instruction(-1)                          # no selection: no outline
+    QApplication.processEvents()
+    assert _outlined(view.timeline) == [] and _outlined(window.timeline) == []
+
+
+def test_a_sass_instruction_outlines_the_values_of_its_plan_instruction(window, measured):
+    plan, m = measured
+    sass = m.sass_liveness("sm_80")
+    row = next(i for i, t in enumerate(sass.texts) if _opcode(t) == "FFMA")
+    _click(window.sass_view.timeline, row + 0.5, -0.4)
+    ir = m.sass["sm_80"].ir_map.ir[row]
+    ins = plan.program.instructions[ir]
+    assert window.doc.instruction == ir and ins.opcode == "fma"
+    names = {d.name for d in ins.defs} | set(ins.uses)
+    a = analyze(plan.program)
+    # each live segment on each register of the value (the plan has no spills)
+    assert not plan.spills
+    expected = sorted((float(r), s / 2) for n in names for s, _e in a.live_positions(n) for r in plan.assignment[n])
+    assert len(expected) >= 3 and _outlined(window.timeline) == expected
+    # the SASS side outlines the ranges of every SASS instruction of that plan instruction, the clicked one's too
+    linked = window.sass_view.timeline.linked
+    assert row in linked
+    assert len(window.sass_view.timeline.operand_item.opts["x0"]) == len(_marked_ranges(m, "sm_80", linked))
+
+
+def test_the_stall_strip_draws_the_encoded_stall_cycles_of_each_sass_row(window, measured):
+    _plan, m = measured
+    view = window.sass_view
+    for arch in ("sm_80", "sm_90"):
+        view.arch.setCurrentText(arch)
+        QApplication.processEvents()
+        listing = parse_hex(m.listings.hex[arch])
+        rows = len(m.sass_liveness(arch).texts)                # -hex also prints the NOPs padding the code
+        assert {ins.opcode for ins in listing.instructions[rows:]} <= {"NOP"}
+        decoded = [ins.control.stall for ins in listing.instructions[:rows]]
+        assert np.asarray(view.timeline.stall_item.opts["height"]).tolist() == decoded
+        assert np.asarray(view.timeline.stall_item.opts["x0"]).tolist() == [i + 0.1 for i in range(len(decoded))]
+        waits = [i + 0.5 for i, ins in enumerate(listing.instructions) if ins.control.wait_mask]
+        assert waits and view.timeline.wait_item.data["x"].tolist() == waits
+        assert "Under the pressure: each instruction's stall cycles as encoded" in view.caption.text()
+    ldg = next(i for i, ins in enumerate(listing.instructions) if ins.opcode.startswith("LDG"))
+    c = listing.instructions[ldg].control
+    text = view.timeline.stalls.describe(ldg)
+    assert f"stall {c.stall} cycle" in text and f"sets write barrier SB{c.write_barrier}" in text
+
+
+def test_listings_that_do_not_align_draw_no_stalls(qtbot, measured):
+    plan, m = measured
+    lines = m.listings.hex["sm_80"].splitlines()
+    at = next(i for i, line in enumerate(lines) if "/*0040*/" in line)
+    dropped = "\n".join(lines[:at] + lines[at + 2:])            # one instruction (both its words) left out
+    view = QtSassView()
+    qtbot.addWidget(view)
+    view.show_build(replace(m, listings=replace(m.listings, hex={**m.listings.hex, "sm_80": dropped})), plan.budget)
+    assert len(view.timeline.stall_item.opts["height"]) == 0 and len(view.timeline.wait_item.data) == 0
+    sass = m.sass_liveness("sm_80")
+    assert view.caption.text().endswith(
+        f"Stall cycles not drawn: the -hex listing does not match the life-range listing at row 4 "
+        f"(/*0050*/ {_opcode_of(lines, '/*0050*/')} against /*0040*/ {sass.opcodes()[4]}).")
+    view.arch.setCurrentText("sm_90")                           # the other arch's listing is whole: drawn
+    assert len(view.timeline.stall_item.opts["height"]) == len(m.sass_liveness("sm_90").texts)
+    view.show_build(replace(m, listings=replace(m.listings, hex={})), plan.budget)
+    assert len(view.timeline.stall_item.opts["height"]) == 0
+    assert view.caption.text().endswith("Stall cycles not drawn: the measurement has no nvdisasm -hex listing "
+                                        "(a report from before it was kept).")
+
+
+def _opcode_of(lines, offset: str) -> str:
+    line = next(line for line in lines if offset in line)
+    return _opcode(line.split(offset, 1)[1].split(";")[0])
