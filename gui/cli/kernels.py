@@ -95,7 +95,7 @@ def _no_simulate(args) -> str:
 
 
 #: the steps of one plan's measurement (kernels.pipeline.measure reports 3)
-MEASURE_STEPS = ("build (NVVM, ptxas, nvdisasm)", "simulator check", "GPU run")
+MEASURE_STEPS = ("build (NVVM, ptxas, nvdisasm)", "simulator check", "GPU run, if a CUDA device")
 
 
 def output_stem(plan, path: str) -> str:

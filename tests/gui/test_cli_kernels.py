@@ -86,8 +86,8 @@ def test_compare_gemm_8x8x8_shows_ptxas_at_the_plan_cap_and_with_no_cap_with_the
             assert f"{arch} {label}" in table
         assert rows[f"{arch} ptxas flags, plan cap"] == f"-arch={arch} -v -maxrregcount=88"
         assert rows[f"{arch} ptxas flags, no cap"] == f"-arch={arch} -v"
-        # measured with ptxas 13.5: 88 at the plan cap, 96 with no flag (206 with the old -maxrregcount=255)
-        assert rows[f"{arch} ptxas registers, plan cap"] <= 88 < rows[f"{arch} ptxas registers, no cap"] < 206
+        # measured with ptxas 13.5: 88 at the plan cap, 96 with no flag (217 with the old -maxrregcount=255)
+        assert rows[f"{arch} ptxas registers, plan cap"] <= 88 < rows[f"{arch} ptxas registers, no cap"] < 217
     assert main([*args, "--format", "csv", "--metrics", "flags"]) == 0
     assert [row[1] for row in list(csv.reader(capsys.readouterr().out.splitlines()))[1:]] == [
         f"{a} ptxas flags, {cap}" for a in ("sm_80", "sm_90") for cap in ("plan cap", "no cap")]
