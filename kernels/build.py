@@ -54,6 +54,7 @@ from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
 from kernels.sass_lines import SassIrMap, ir_map, parse_line_listing, strip_line_info
+from kernels.templates import template_text
 from kernels.toolchain import (ENCODINGS, LINE_INFO, CompileReport, ToolchainError, nvdisasm, ptxas, ptxas_flags,
                                toolchain_fingerprint)
 
@@ -259,6 +260,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: the helpers every kernel module embeds, which its kernel function calls (part of a PTX's cache key)
+_HELPERS_DIGEST = _digest(template_text("helpers"))
+
+
 def _valid_ptx(text: str) -> bool:
     return ".entry" in text
 
@@ -294,9 +299,11 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
     timings: dict = {}
     ran = False
     cc = min(_cc(a) for a in archs)
-    # the PTX depends on the kernel function and its signature only (not on the caps, which ptxas applies)
-    # with line info the PTX's .loc lines also name the module's lines: the body's first line is in the key
-    ptx_key = (source.body or source.text, source.signature, repr(cc), f"lineinfo, body at line {_body_line(source)}")
+    # the PTX depends on the kernel function, its signature and the helpers it calls (the load-order intrinsics of
+    # kernels/templates/helpers.py), not on the caps, which ptxas applies; with line info the PTX's .loc lines also
+    # name the module's lines: the body's first line is in the key
+    ptx_key = (source.body or source.text, source.signature, repr(cc), f"lineinfo, body at line {_body_line(source)}",
+               _HELPERS_DIGEST)
     lined = cache.read("ptx", _valid_ptx, *ptx_key) if use_cache else None
     if lined is None:
         t = time.perf_counter()

@@ -4,18 +4,22 @@ What reaches the hardware from a plan (DESIGN.md, "Kernels"): the order
 of computations and of global stores, the tiling (it is in the program)
 and the register cap (``MAX_REGISTERS``, applied as ``-maxrregcount`` at
 ptxas and ``max_registers`` at launch), and the placement of global loads.
-Left alone, NVVM places each global load at its first use, so a
+Left alone, NVVM sinks each global load to its first use, so a
 load-all-first plan's PTX equals k-outer's and a schedule edit that hoists
-a load changes nothing. So each run of loads ends in a compiler barrier
-(``order_loads()``, ``load_order="barrier"``, the default): an empty
-inline-asm statement with a memory clobber that NVVM may not move a load
-across and that writes no PTX instruction. Measured here (tests/kernels):
-the PTX then holds every global load and store in the plan's order. ptxas
-never sees the barrier and may move loads again; ``"fence"`` (a
-``membar.cta`` per run) and ``"volatile"`` (``ld.volatile`` loads) keep the
-order through ptxas too, at the costs tests/bench/bench_load_order.py
-prints. Register names do not reach the hardware: PTX registers are
-virtual and ptxas allocates again.
+a load changes nothing. So each run of loads stands between two compiler
+barriers (``order_loads()``, ``load_order="barrier"``, the default): an
+empty inline-asm statement with a memory clobber that NVVM may not move a
+load across and that writes no PTX instruction. Measured here
+(tests/kernels) and by tests/bench/bench_load_order.py: the PTX then holds
+every global load in the plan's order and as far ahead of its use as the
+plan put it. ptxas never sees the barrier and schedules loads itself (GEMM
+8x8x8, 4x4 tile, load-all-first: 40 registers with no cap for the plan's
+77). ``"fence"`` (a ``membar.cta`` in place of each barrier) makes ptxas
+keep the runs too (78 registers with no cap) at one ``MEMBAR.SC.CTA`` each;
+``"volatile"`` (``ld.volatile`` loads, ``LDG.E.STRONG.SYS``) keeps the
+exact order. What those cost at run time needs a GPU. Register names do
+not reach the hardware: PTX registers are virtual and ptxas allocates
+again.
 
 Spill code can survive NVVM only where LLVM cannot see through it. With
 ``spills="plan"`` (the default) a plan's ``st.local SLOT, %v`` stores to a
@@ -79,14 +83,40 @@ from kernels.harness import HARNESSES, Harness, bound_names, harness_for
 from kernels.templates import template_text
 
 SPILL_MODES = ("plan", "compiler")
-#: How the plan's placement of global loads is kept through NVVM (measured by tests/bench/bench_load_order.py):
-#: "barrier" an empty inline-asm compiler barrier after each run of loads (no PTX instruction; ptxas may still
-#: reschedule), "fence" a ``membar.cta`` there (one instruction per run, kept by ptxas too), "volatile" every
-#: global load ``ld.volatile`` (kept in order by NVVM and ptxas), "nvvm" no constraint (NVVM places each load at
-#: its first use).
-LOAD_ORDERS = ("barrier", "fence", "volatile", "nvvm")
-#: the statement each load order writes after a run of global loads (none for "volatile" and "nvvm")
-_AFTER_LOADS = {"barrier": "order_loads()", "fence": "cuda.threadfence_block()"}
+
+
+@dataclass(frozen=True)
+class LoadOrder:
+    """How a kernel keeps the plan's placement of global loads through NVVM (costs measured by
+    tests/bench/bench_load_order.py).
+
+    Attributes
+    ----------
+    name : its name (``kernel_source(..., load_order=NAME)``)
+    around_runs : the statement written before and after each run of global loads ("" none)
+    volatile : every global load is ``load_volatile(array, i)`` (``ld.volatile.global``)
+    note : the generated module's docstring sentence on it
+    """
+
+    name: str
+    around_runs: str
+    volatile: bool
+    note: str
+
+
+#: the load orders by name; "barrier" is the default
+LOAD_ORDERS = {o.name: o for o in (
+    LoadOrder("barrier", "order_loads()", False,
+              "Global loads keep the plan's placement through NVVM: order_loads(), an empty compiler barrier,\n"
+              "stands before and after each run of loads (ptxas, which never sees it, may move them again).\n"),
+    LoadOrder("fence", "cuda.threadfence_block()", False,
+              "Global loads keep the plan's placement through NVVM: cuda.threadfence_block() (membar.cta)\n"
+              "stands before and after each run of loads; ptxas keeps the membar too.\n"),
+    LoadOrder("volatile", "", True,
+              "Global loads keep the plan's order through NVVM: each is ld.volatile (load_volatile).\n"),
+    LoadOrder("nvvm", "", False, "Global loads are left to NVVM, which places each at its first use.\n"),
+)}
+
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
 #: ``_Pointers``; unsigned, so numba emits no negative-index wraparound code).
 NUMBA_TYPES = {"f32": "float32", "i32": "int32", "u64": "uint64", "f64": "float64", "pred": "boolean"}
@@ -124,8 +154,8 @@ class KernelSource:
     ir_lines : (line of ``text``, IR instruction index) for every line that an IR instruction wrote, ascending
         by line: each such line names exactly one instruction of the plan's program (its statement, the carry
         reads it needs, its guard, or a branch's ``if``), so line info in the PTX and SASS maps back to the IR
-    load_order : how the plan's placement of global loads is kept through NVVM (:data:`LOAD_ORDERS`)
-    load_barriers : the ``order_loads()`` or ``cuda.threadfence_block()`` statements that end runs of loads
+    load_order : how the plan's placement of global loads is kept through NVVM (a name of :data:`LOAD_ORDERS`)
+    load_barriers : the ``order_loads()`` or ``cuda.threadfence_block()`` statements around runs of loads
     """
 
     text: str
@@ -268,7 +298,7 @@ def _element(offset, where: str) -> int:
 
 
 class _Writer:
-    def __init__(self, plan: Plan, spills: str, load_order: str = "barrier"):
+    def __init__(self, plan: Plan, spills: str, load_order: LoadOrder = LOAD_ORDERS["barrier"]):
         self.plan, self.program = plan, plan.program
         self.spills, self.load_order = spills, load_order
         #: a run of global loads was written and no other instruction since (its barrier is still due)
@@ -276,11 +306,13 @@ class _Writer:
         self.barriers = 0
         self.pointers = _Pointers(self.program)
         self.lines: list[str] = []
-        # parameter names are the kernel's argument names: no value may take one, except the value a
-        # parameter defines under its own name (``%alpha:f32 = param alpha``)
-        own = {i.operands[0].text: i.defs[0].name for i in self.program.instructions
-               if i.opcode == "param" and len(i.operands) == 1 and len(i.defs) == 1}
-        self.taken: set = set(own)
+        # parameter names are the kernel's argument names: no value may take one, except the value a scalar
+        # parameter defines under its own name (``%alpha:f32 = param alpha``); an array's (u64) value is an
+        # element index (``uint64(0)``), so ``%A:u64 = param A`` gets another name and ``A`` stays the array
+        declared = [i for i in self.program.instructions
+                    if i.opcode == "param" and len(i.operands) == 1 and len(i.defs) == 1]
+        own = {i.operands[0].text: i.defs[0].name for i in declared if i.defs[0].type != "u64"}
+        self.taken: set = {i.operands[0].text for i in declared}
         self.names = {n: n if own.get(n) == n else _identifier(n, self.taken) for n in sorted(self.program.values)}
         self.current: dict[str, str] = {}
         self.versions: dict[str, int] = {}
@@ -398,6 +430,9 @@ class _Writer:
     def instruction(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
         if ins.opcode != "ld.global":
             self.close_loads(depth)
+        elif not self.open_loads:
+            self.open_loads = True
+            self.around_loads(depth)
         if ins.phase != self.phase and ins.phase:
             self.emit(depth, f"# -- phase {ins.phase}")
         self.phase = ins.phase or self.phase
@@ -408,12 +443,19 @@ class _Writer:
         finally:
             self.owner = None
 
-    def close_loads(self, depth: int) -> None:
-        """End a run of global loads with the load order's statement (a line of no IR instruction), so NVVM
-        cannot sink a load of the run to its first use nor hoist a later one into the run."""
-        if self.open_loads and self.load_order in _AFTER_LOADS:
-            self.emit(depth, _AFTER_LOADS[self.load_order])
+    def around_loads(self, depth: int) -> None:
+        """The load order's statement before or after a run of global loads (a line of no IR instruction), once
+        between two runs: NVVM can neither hoist a load of the run above the code before it nor sink one to
+        its first use."""
+        statement = self.load_order.around_runs
+        if statement and not (self.lines and self.lines[-1] == "    " * depth + statement):
+            self.emit(depth, statement)
             self.barriers += 1
+
+    def close_loads(self, depth: int) -> None:
+        """End a run of global loads (see :meth:`around_loads`)."""
+        if self.open_loads:
+            self.around_loads(depth)
         self.open_loads = False
 
     def _statement(self, depth: int, bi: int, ii: int, ins: Instruction) -> None:
@@ -467,8 +509,7 @@ class _Writer:
         if op == "ld.global":
             array = self.pointers.array(ops[0].name, where)
             address = _address(self.use(ops[0].name), _element(ops[1], where))
-            self.open_loads = True
-            return f"load_volatile({array}, {address})" if self.load_order == "volatile" else f"{array}[{address}]"
+            return f"load_volatile({array}, {address})" if self.load_order.volatile else f"{array}[{address}]"
         if op == "st.global":
             array = self.pointers.array(ops[0].name, where)
             value = self.operand(ops[2], "f32", where)
@@ -641,7 +682,7 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None,
     if load_order not in LOAD_ORDERS:
         raise KernelError(f"unknown load order {load_order!r} (known: {', '.join(LOAD_ORDERS)})")
     program = adjust_trips(plan.program, trips)
-    w = _Writer(plan.with_(program=program) if trips else plan, spills, load_order)
+    w = _Writer(plan.with_(program=program) if trips else plan, spills, LOAD_ORDERS[load_order])
     try:
         tree = structure(program)
     except StructureError as exc:
@@ -796,18 +837,6 @@ def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: s
     return body, ref_name
 
 
-#: the module docstring's sentence on each load order
-_LOAD_ORDER_NOTES = {
-    "barrier": "Global loads keep the plan's placement through NVVM: order_loads(), an empty compiler barrier,\n"
-               "ends each run of loads (ptxas, which never sees it, may still move them).\n",
-    "fence": "Global loads keep the plan's placement: cuda.threadfence_block() (membar.cta) ends each run of\n"
-             "loads, and ptxas keeps it too.\n",
-    "volatile": "Global loads keep the plan's order: each is ld.volatile (load_volatile), which NVVM and ptxas\n"
-                "keep in program order.\n",
-    "nvvm": "Global loads are left to NVVM, which places each at its first use.\n",
-}
-
-
 def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None,
                   load_order: str = "barrier") -> KernelSource:
     """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says, the
@@ -825,7 +854,7 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None,
               "cap; ptxas allocates registers again, so the plan's register names are not what the GPU gets.\n"
               + ("Planned spill code is kept: stores go to spill_*[SLOT], reloads read spill_*[SLOT + spill_zero]\n"
                  "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
-              + _LOAD_ORDER_NOTES[load_order]
+              + LOAD_ORDERS[load_order].note
               + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
     constants = _constants(plan, w, params, signature, harness, trips)
     main, reference = "", ""

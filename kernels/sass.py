@@ -16,8 +16,10 @@ ranges covering row i (an ``x`` row closes the old range just before it); the pa
 checks it equals the number of registers it reads as live on that row
 (a mismatch is an error, not a guess). ``read_value``/``read_row`` are the
 ``v`` and ``x`` marks, each on the range live in its register just before
-(an ``x`` row reads the range that ends on the row above it), so a range is
-read by its last-use row and by every earlier row marked ``v``.
+(an ``x`` row reads the range that ends on the row above it). A ``v`` read
+that the register outlives ends its range there and a new one, not
+``defined``, starts on the next row: one value can be several ranges
+(gui.model.timeline.sass_chains joins them for the views).
 
 Examples
 --------
@@ -80,7 +82,7 @@ class SassLiveness(PressureFigures):
     read_value, read_row : range ``read_value[k]`` is read by the instruction on row ``read_row[k]`` (nvdisasm's
         ``v`` and ``x`` marks), sorted by row
     defined : whether each range starts at an instruction that writes it (``^`` or ``x``); False for a
-        register live before the first instruction
+        register live before the first instruction and for a range that goes on after a read
     """
 
     offsets: tuple

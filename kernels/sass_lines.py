@@ -43,6 +43,7 @@ import re
 from dataclasses import dataclass
 
 from kernels.sass import SassError
+from kernels.worker import MODULE_FILE
 
 _LINE = re.compile(r'^\s*//## File "[^"]*", line (\d+)')
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -62,27 +63,49 @@ def strip_line_info(ptx: str) -> str:
 
 
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+#: a PTX instruction's guard (``@%p1``, ``@!%p1``), before its opcode
+_PTX_GUARD = re.compile(r"^@!?%\w+\s+")
 
 
-def ptx_ir_of(ptx: str, opcode_prefix: str, ir_of_line: dict) -> list:
-    """The IR instruction (linear index, None: its line was written by none) of every PTX instruction whose
-    opcode starts with ``opcode_prefix``, in PTX order, from the ``.loc`` line before it in ``ptx`` (PTX with
-    line info): where NVVM put the plan's loads, say.
+def ptx_ir_lines(ptx: str, ir_of_line: dict, module: str = MODULE_FILE) -> list[tuple]:
+    """(IR instruction, text) of every PTX instruction of ``ptx`` (PTX with line info), in PTX order: the IR
+    instruction (linear index; None when its line was written by none) from the last ``.loc`` line before it,
+    when that names the file whose name ends in ``module`` (the generated module, as numba names it; NVVM
+    declares the files after the code); the text without a guard (``@%p1``).
 
     Examples
     --------
-    >>> ptx = "\t.loc\t1 40 3\n\tld.global.f32 \t%f1, [%rd1];\n\t.loc\t1 41 3\n\tld.global.f32 \t%f2, [%rd1+4];"
-    >>> ptx_ir_of(ptx, "ld.global", {40: 7, 41: 6})
-    [7, 6]
+    >>> ptx = ('\\t.loc\\t1 40 3\\n\\tld.global.f32 \\t%f1, [%rd1];\\n\\t.loc\\t2 7 1\\n\\tld.global.f32 \\t%f3, [%rd2];\\n'
+    ...        '$L__BB0_2:\\n\\t.loc\\t1 41 3\\n\\t@%p1 add.f32 \\t%f2, %f1, %f1;\\n\\t.file\\t1 "/x/<regtune-kernel>"')
+    >>> [(ir, text.split()[0]) for ir, text in ptx_ir_lines(ptx, {40: 7, 41: 6, 7: 0})]   # file 2: not the module
+    [(7, 'ld.global.f32'), (None, 'ld.global.f32'), (6, 'add.f32')]
     """
+    lines = ptx.splitlines()
+    files = {m.group(1) for m in map(_FILE.match, lines) if m and m.group(2).endswith(module)}
     found, line = [], None
-    for text in ptx.splitlines():
+    for text in lines:
         loc = _LOC.match(text)
         if loc:
-            line = int(loc.group(2))
-        elif text.strip().startswith(opcode_prefix):
-            found.append(ir_of_line.get(line))
+            line = int(loc.group(2)) if loc.group(1) in files else None
+            continue
+        text = text.strip()
+        if text.endswith(";") and not text.startswith((".", "//", "{", "}")):
+            found.append((ir_of_line.get(line), _PTX_GUARD.sub("", text)))
     return found
+
+
+def ptx_ir_of(ptx: str, opcode_prefix: str | tuple, ir_of_line: dict, module: str = MODULE_FILE) -> list:
+    """The IR instruction of every PTX instruction whose opcode starts with ``opcode_prefix`` (a string or a
+    tuple of them), in PTX order (:func:`ptx_ir_lines`): where NVVM put the plan's loads, say.
+
+    Examples
+    --------
+    >>> ptx = "\\t.loc\\t1 40 3\\n\\tld.global.f32 \\t%f1, [%rd1];\\n\\tadd.f32 %f2, %f1, %f1;\\n\\t.file\\t1 \\"k<regtune-kernel>\\""
+    >>> ptx_ir_of(ptx, "ld.global", {40: 7}), ptx_ir_of(ptx, ("ld.", "add."), {40: 7})
+    ([7], [7, 7])
+    """
+    return [ir for ir, text in ptx_ir_lines(ptx, ir_of_line, module) if text.startswith(opcode_prefix)]
 
 
 def _plain(text: str) -> str:

@@ -31,8 +31,12 @@ SIMULATOR_SWITCH_INTERVAL_S = 1e-4
 PARENT_POLL_S = 0.1
 
 
+#: the file name a generated module is compiled under (the name its line info in PTX and SASS carries)
+MODULE_FILE = "<regtune-kernel>"
+
+
 def _module(text: str) -> types.ModuleType:
-    filename = "<regtune-kernel>"
+    filename = MODULE_FILE
     module = types.ModuleType("regtune_kernel")
     module.__file__ = filename
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)

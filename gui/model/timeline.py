@@ -298,9 +298,9 @@ def sass_timeline(sass) -> TimelineData:
     """Bars of a compiled kernel's SASS: nvdisasm's live ranges on their physical registers.
 
     A SASS row's operands are the ranges it writes (a range that starts on the row with nvdisasm's ``^`` or
-    ``x`` mark) and the ranges it reads (its ``v`` and ``x`` marks: :attr:`kernels.sass.SassLiveness.read_row`).
-    nvdisasm starts a new range after a read that the register outlives, so a range read on its first row
-    without a write is that row's operand as a read only."""
+    ``x`` mark) and the ranges it reads (its ``v`` and ``x`` marks: :attr:`kernels.sass.SassLiveness.read_row`),
+    each with the other ranges of its value: the parse starts a new range after a read that the register
+    outlives, and :func:`sass_chains` joins them again."""
     names = list(sass.names)
     regs = sass.registers.tolist()
 
@@ -314,11 +314,46 @@ def sass_timeline(sass) -> TimelineData:
                         sass.pressure, describe=describe, peak_label="SASS MAXLIVE", operands=sass_operands(sass))
 
 
+def sass_chains(sass) -> np.ndarray:
+    """The value each SASS live range belongs to (an id per range): nvdisasm's parse starts a new range on the
+    row after each read that the register outlives, so a range that no instruction writes (not
+    ``defined``) and that starts on the row after a range of the same register ended continues that range's
+    value; any other range starts a value of its own.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> s = SimpleNamespace(registers=np.array([0, 1, 0, 0]), start=np.array([0, 1, 3, 6]),
+    ...                     end=np.array([2, 4, 4, 7]), defined=np.array([True, True, False, True]))
+    >>> sass_chains(s).tolist()     # R0 [0,2] read on 2 goes on as [3,4]; [6,7] is written anew
+    [0, 1, 0, 3]
+    """
+    n = len(sass.start)
+    order = np.lexsort((sass.start, sass.registers))
+    reg, start, end = sass.registers[order], sass.start[order], sass.end[order]
+    goes_on = np.zeros(n, dtype=bool)
+    goes_on[1:] = (reg[1:] == reg[:-1]) & (start[1:] == end[:-1] + 1) & ~np.asarray(sass.defined)[order][1:]
+    head = np.maximum.accumulate(np.where(goes_on, 0, np.arange(n)))     # the first range of each run
+    chain = np.empty(n, dtype=np.int64)
+    chain[order] = order[head]
+    return chain
+
+
 def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
-    """(ranges, rows): each live range a SASS row writes (first) or reads (see :func:`sass_timeline`)."""
+    """(ranges, rows): the live ranges of every value a SASS row writes (first) or reads, all the ranges of
+    each such value (:func:`sass_chains`), so an outline shows the value's whole life (see
+    :func:`sass_timeline`)."""
     written = np.flatnonzero(sass.defined)
-    return (np.concatenate([written, sass.read_value]).astype(np.int64),
-            np.concatenate([sass.start[written], sass.read_row]).astype(np.int64))
+    ranges = np.concatenate([written, sass.read_value]).astype(np.int64)
+    rows = np.concatenate([sass.start[written], sass.read_row]).astype(np.int64)
+    chain = sass_chains(sass)
+    by_chain = np.argsort(chain, kind="stable")
+    first = np.searchsorted(chain[by_chain], chain[ranges], side="left")
+    last = np.searchsorted(chain[by_chain], chain[ranges], side="right")
+    counts = last - first
+    members = by_chain[np.repeat(first - np.cumsum(np.concatenate([[0], counts[:-1]])), counts)
+                       + np.arange(int(counts.sum()))]
+    return members.astype(np.int64), np.repeat(rows, counts).astype(np.int64)
 
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
@@ -357,7 +392,7 @@ def _short(items: list[int]) -> str:
 
 
 #: the legend's labels of the stall strip under the SASS timeline: figures decoded from the encoding, not a model
-STALL_LABEL = "encoded stall cycles (SASS control bits: measured, not a model)"
+STALL_LABEL = "stall cycles ptxas encoded (control bits; not run-time stalls)"
 WAIT_LABEL = "waits on a scoreboard"
 
 

@@ -317,9 +317,9 @@ class QtTimeline(QWidget):
     def set_stalls(self, strip: StallStrip | None) -> None:
         """Draw each SASS row's encoded stall cycles and mark the rows that wait on a scoreboard (None: nothing,
         the rows and the -hex listing did not align)."""
-        self.stalls = strip
         if self.stall_plot is None:
             return
+        self.stalls = strip
         stall = strip.stall if strip is not None else np.zeros(0, dtype=np.int64)
         waits = strip.waits if strip is not None else np.zeros(0, dtype=np.int64)
         x = np.arange(len(stall), dtype=float)

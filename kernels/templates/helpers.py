@@ -6,9 +6,11 @@ side effects and a memory clobber. LLVM (NVVM) may not move a memory access
 across it, so the global loads before it stay before it and those after it
 stay after; it emits no PTX instruction (only the ``// begin inline asm``
 comments), so ptxas, which never sees it, schedules as it likes.
-``load_volatile(array, i)`` is ``array[i]`` as ``ld.volatile.global.f32``:
-NVVM keeps volatile loads in program order, and so does ptxas. Which of them a
-kernel uses is the plan's load order (kernels.codegen, ``LOAD_ORDERS``).
+``load_volatile(array, i)`` is ``array[i]`` as ``ld.volatile.global.f32``
+in an inline-asm statement with side effects, which NVVM keeps in program
+order (what ptxas does with it is measured, not promised:
+tests/bench/bench_load_order.py). Which of them a kernel uses is the plan's
+load order (kernels.codegen, ``LOAD_ORDERS``).
 
 Invariant: importing this module (or running the embedded text) defines
 ``order_loads`` and ``load_volatile`` and changes nothing else unless numba's
@@ -65,7 +67,7 @@ else:
     def load_volatile(typingctx, array, index):
         """``array[index]`` of a contiguous 1-D float32 array as ``ld.volatile.global.f32``."""
         if not (isinstance(array, _types.Array) and array.dtype == _types.float32 and array.ndim == 1
-                and isinstance(index, _types.Integer)):
+                and array.layout == "C" and isinstance(index, _types.Integer)):
             return None
 
         def codegen(context, builder, signature, args):

@@ -146,6 +146,30 @@ def _marked_ranges(m, arch: str, rows) -> set[int]:
                 found |= set(np.flatnonzero(on & (s.start <= r) & (s.end >= r)).tolist())
             if mark in "^vx":           # a marked register is an operand the instruction names
                 assert re.search(rf"\bR{reg}\b", s.texts[r]), (reg, s.texts[r])
+    return _whole_values(s, lambda row, reg: (_marks(lines, first, s.offsets[row]) + " " * (reg + 1))[reg], found)
+
+
+def _marks(lines, first: int, offset: str) -> str:
+    line = next(line for line in lines if f"/*{offset}*/" in line)
+    return line.split("//", 1)[1].split("|")[1][first:]
+
+
+def _whole_values(s, mark, ranges: set[int]) -> set[int]:
+    """``ranges`` with the other ranges of their values: a range on the row after another of its register ended,
+    with no write mark (``^``/``x``) there, goes on with the same value (the parse splits a value at a read)."""
+    found, todo = set(), list(ranges)
+    while todo:
+        k = todo.pop()
+        if k in found:
+            continue
+        found.add(k)
+        reg = int(s.registers[k])
+        before = np.flatnonzero((s.registers == reg) & (s.end == s.start[k] - 1))
+        if len(before) and mark(int(s.start[k]), reg) not in "^x":
+            todo += before.tolist()
+        for j in np.flatnonzero((s.registers == reg) & (s.start == s.end[k] + 1)).tolist():
+            if mark(int(s.start[j]), reg) not in "^x":
+                todo.append(j)
     return found
 
 

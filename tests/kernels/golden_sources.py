@@ -9,9 +9,9 @@ dsatur and naive at budgets 255 and 32; the loop-shaped example program
 small example, so it spills); every plan written with spills "plan" and
 "compiler". The digests in tests/kernels/golden/sources.json were written
 before codegen was split into parts (issue 11), and written again when
-runs of global loads began to end in ``order_loads()`` (issue 12): then
-every text minus that line, the helpers' load-order primitives and the
-header's load-order sentence hashed to its old digest (64 of 64).
+runs of global loads began to stand between ``order_loads()`` lines (issue
+12): then every text minus those lines, the helpers' load-order primitives
+and the header's load-order sentence hashed to its old digest (64 of 64).
 
 Write them again (only for a deliberate change of the generated text):
 ``python -m tests.kernels.golden_sources --write``

@@ -230,3 +230,29 @@ def test_compiler_spill_variables_never_take_a_value_s_name():
     body = kernel_source(plan, spills="compiler").body
     assert "slot_0_f32 = A[pa + uint64(1)]" in body
     assert "v_slot_0_f32 = x" in body and "y = v_slot_0_f32" in body and "z = y + slot_0_f32" in body
+
+
+def test_an_array_parameters_value_named_like_the_array_does_not_shadow_it():
+    program = parse(".kernel k\n.block entry\n  %A:u64 = param A\n  %C:u64 = param C\n  %x:f32 = ld.global %A, 4\n"
+                    "  st.global %C, 0, %x\n  exit\n")
+    body = kernel_source(Plan(program, {"A": (0, 1), "C": (2, 3), "x": (4,)}, {}, 8, "hand")).body
+    assert body.startswith("def k(A, C, spill_zero):")
+    assert "v_A = uint64(0)" in body and "x = A[v_A + uint64(1)]" in body and "C[v_C] = x" in body
+    assert "\n    A = " not in body
+
+
+def test_each_run_of_loads_stands_between_two_barriers():
+    program = parse(".kernel k\n.block entry\n  %A:u64 = param A\n  %C:u64 = param C\n  %i:i32 = sreg.tid.x\n"
+                    "  %x:f32 = ld.global %A, 4\n  %y:f32 = ld.global %A, 8\n  %z:f32 = add %x, %y\n"
+                    "  %w:f32 = ld.global %A, 12\n  st.global %C, 0, %z\n  st.global %C, 4, %w\n  exit\n")
+    plan = Plan(program, {}, {}, 255, "hand")
+    lines = [line.strip() for line in kernel_source(plan).body.splitlines()]
+    loads = [n for n, line in enumerate(lines) if "= A[" in line]
+    assert [lines[n] for n in (loads[0] - 1, loads[1] + 1, loads[2] - 1, loads[2] + 1)] == ["order_loads()"] * 4
+    assert lines.count("order_loads()") == 4 == kernel_source(plan).load_barriers
+    fenced = kernel_source(plan, load_order="fence").body
+    assert fenced.count("cuda.threadfence_block()") == 4 and "order_loads" not in fenced
+    assert kernel_source(plan, load_order="volatile").body.count("load_volatile(A, ") == 3
+    assert "order_loads" not in kernel_source(plan, load_order="nvvm").body
+    with pytest.raises(KernelError, match="unknown load order 'sometimes'"):
+        kernel_source(plan, load_order="sometimes")

@@ -63,7 +63,7 @@ def test_a_guarded_instruction_and_a_branch_keep_their_lines():
     for line, ir in source.ir_lines:
         by_ir.setdefault(ir, []).append(lines[line - 1].strip())
     assert by_ir[4] == ["if p:"]
-    assert by_ir[7] == ["if p:", "A[A] = y"]
+    assert by_ir[7] == ["if p:", "A[v_A] = y"]          # the value of "param A" is an index, not the array
 
 
 def test_line_info_adds_loc_lines_only_and_changes_no_sass(gemm4):

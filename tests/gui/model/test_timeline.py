@@ -76,9 +76,10 @@ def test_sass_operand_bars_are_the_ranges_a_row_writes_or_reads():
     d = sass_timeline(s)
     assert s.names == ("R0@0000", "R1@0010", "R0@0020", "R1@0020")
     ranges = lambda rows: sorted(zip(d.operand_bars(rows).y.tolist(), d.operand_bars(rows).x0.tolist()))
-    assert ranges([0]) == [(0, 0.0)]                                   # writes R0
-    assert ranges([1]) == [(0, 0.0), (1, 1.0)]                          # reads R0, writes R1
-    assert ranges([2]) == [(0, 2.0), (1, 1.0), (1, 2.0)]                # reads R0 and the old R1, writes the new R1
+    # R0's value is two ranges (the parse ends one at the read on row 1): each outline is the whole value
+    assert ranges([0]) == [(0, 0.0), (0, 2.0)]                          # writes R0
+    assert ranges([1]) == [(0, 0.0), (0, 2.0), (1, 1.0)]                # reads R0, writes R1
+    assert ranges([2]) == [(0, 0.0), (0, 2.0), (1, 1.0), (1, 2.0)]      # reads R0 and the old R1, writes the new R1
     assert ranges([3]) == [(1, 2.0)]
     assert ranges([4]) == []
 
