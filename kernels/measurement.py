@@ -298,8 +298,7 @@ class PlanSummary(_Record):
 @dataclass(frozen=True)
 class Listings:
     """The texts a build produced: the kernel source, its PTX, and per architecture the SASS listing with its
-    life ranges (``sass``) and with its encodings (``hex``, ``nvdisasm -c -hex``: the control bits; empty in a
-    reply from before they were kept)."""
+    life ranges (``sass``) and with its encodings (``hex``, ``nvdisasm -c -hex``: the control bits)."""
 
     source: str
     ptx: str
@@ -370,7 +369,7 @@ class Measurement(_Record):
     @classmethod
     def from_reply(cls, reply: dict) -> Measurement:
         return cls.from_dict(reply["report"], Listings(reply["source"], reply["ptx"], dict(reply["sass"]),
-                                                       dict(reply.get("hex", {}))))
+                                                       dict(reply["hex"])))
 
     @functools.cached_property
     def _parsed(self) -> dict:

@@ -64,6 +64,8 @@ def strip_line_info(ptx: str) -> str:
 
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+#: the opcode prefixes of a global load in PTX, whichever load order wrote it (kernels.codegen.LOAD_ORDERS)
+PTX_GLOBAL_LOADS = ("ld.global", "ld.volatile.global")
 #: a PTX instruction's guard (``@%p1``, ``@!%p1``), before its opcode
 _PTX_GUARD = re.compile(r"^@!?%\w+\s+")
 

@@ -43,7 +43,7 @@ from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm
 from kernels.build import build_plan
 from kernels.codegen import LOAD_ORDERS
-from kernels.sass_lines import ptx_ir_lines, ptx_ir_of
+from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
 
 #: (M, N, K, tile or None for the default, schedule): small and large tiles, both schedules
 PLANS = ((8, 8, 8, (4, 4), "load-all-first"), (8, 8, 8, (4, 4), "k-outer"), (8, 8, 8, None, "load-all-first"),
@@ -74,14 +74,14 @@ def measure(plan: Plan, order: str, arch: str, repeat: int) -> dict:
         build = build_plan(plan, (arch,), use_cache=False, load_order=order)
         times.append(build.timings_ms["nvvm"])
     planned = [i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "ld.global"]
-    in_ptx = ptx_ir_of(build.ptx_lines, ("ld.global", "ld.volatile.global"), build.source.ir_of_line())
+    in_ptx = ptx_ir_of(build.ptx_lines, PTX_GLOBAL_LOADS, build.source.ir_of_line())
     b = build.archs[arch]
-    opcodes = [_opcode(text) for text in b.sass.texts]
+    opcodes = b.sass.opcodes()
     in_sass = [b.ir_map.ir[row] if b.ir_map is not None else None
                for row, op in enumerate(opcodes) if op.startswith("LDG")]
     run = _runs(plan)
     instructions = plan.program.instructions
-    ptx_events = [(ir, text.startswith(("ld.global", "ld.volatile.global")))
+    ptx_events = [(ir, text.startswith(PTX_GLOBAL_LOADS))
                   for ir, text in ptx_ir_lines(build.ptx_lines, build.source.ir_of_line())]
     sass_events = [(b.ir_map.ir[row] if b.ir_map is not None else None, op.startswith("LDG"))
                    for row, op in enumerate(opcodes)]
@@ -155,12 +155,6 @@ def _kept(found: list, planned: list, run: dict) -> str:
         return "no"
     runs = [run[i] for i in found]
     return "runs" if runs == sorted(runs) else "no"
-
-
-def _opcode(text: str) -> str:
-    """A SASS instruction's opcode, without its guard (``@P0 LDG.E R1, ...`` -> ``LDG.E``)."""
-    words = text.split()
-    return words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
 
 
 def _delta(value: int, reference: int) -> str:

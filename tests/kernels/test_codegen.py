@@ -16,7 +16,8 @@ from engine.plan import Plan, registers_used
 from kernels.build import build_plan, compile_ptx
 from kernels.worker import compile_ptx_here
 from kernels.codegen import KernelError, kernel_source
-from kernels.sass_lines import ptx_ir_of
+from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
+from tests.bench.bench_load_order import ahead
 from tests.kernels.conftest import gemm_plan, mha_plan
 
 _LOAD = re.compile(r"ld\.global\.f32\s+%f\d+, \[(%rd\d+)(?:\+(-?\d+))?\]")
@@ -48,17 +49,22 @@ def _ptx_groups(plan, ptx) -> list[int]:
     return [planned[(names[r], o)] for r, o in loads]
 
 
-#: every global load in PTX text, whichever load order wrote it
-_PTX_LOADS = ("ld.global", "ld.volatile.global")
-
-
 def _load_order(build) -> list:
     """The plan's IR instruction of each global load of ``build``'s PTX, in PTX order (from its line info)."""
-    return ptx_ir_of(build.ptx_lines, _PTX_LOADS, build.source.ir_of_line())
+    return ptx_ir_of(build.ptx_lines, PTX_GLOBAL_LOADS, build.source.ir_of_line())
 
 
 def _planned_loads(plan) -> list:
     return [i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "ld.global"]
+
+
+def _waiting(plan, build=None) -> int:
+    """The most loaded values waiting for their first use at once: in the plan's order, or in ``build``'s PTX."""
+    code = plan.program.instructions
+    if build is None:
+        return ahead([(i, True) for i in range(len(code))], code)
+    lines = ptx_ir_lines(build.ptx_lines, build.source.ir_of_line())
+    return ahead([(ir, text.startswith(PTX_GLOBAL_LOADS)) for ir, text in lines], code)
 
 
 @pytest.mark.parametrize("schedule", ["k-outer", "load-all-first"])
@@ -67,6 +73,7 @@ def test_ptx_global_loads_follow_the_plans_order(schedule):
     build = build_plan(plan, ("sm_80",))
     assert build.source.load_order == "barrier" and build.source.load_barriers > 0
     assert _load_order(build) == _planned_loads(plan)
+    assert _waiting(plan, build) == _waiting(plan)           # as far ahead of their uses as the plan put them
     order = _ptx_groups(plan, build.ptx)           # the same read from the PTX's addresses, without line info
     assert order == sorted(order) and set(order) == set(_groups(plan.program).values())
 
@@ -89,6 +96,8 @@ def test_left_to_nvvm_a_load_all_first_plan_loads_at_first_use():
     assert build.source.load_barriers == 0
     order = _load_order(build)
     assert sorted(order) == _planned_loads(plan) and order != _planned_loads(plan)
+    # the plan has its 64 A and B values waiting for their FMAs at once; NVVM's PTX loads each just before its use
+    assert _waiting(plan) == 64 and _waiting(plan, build) <= 4
 
 
 def _offsets(pattern, ptx) -> list[int]:
