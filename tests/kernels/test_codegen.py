@@ -14,9 +14,9 @@ from engine.edits import Move, apply_edit
 from engine.ir import parse
 from engine.plan import Plan, registers_used
 from kernels.build import build_plan, compile_ptx
-from kernels.worker import compile_ptx_here
 from kernels.codegen import KernelError, kernel_source
 from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
+from kernels.worker import compile_ptx_here
 from tests.bench.bench_load_order import ahead
 from tests.kernels.conftest import gemm_plan, mha_plan
 
