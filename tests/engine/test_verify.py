@@ -153,7 +153,7 @@ def test_a_schedule_edit_still_computes_what_its_workload_builds_and_a_changed_o
     assert moved.program != plan.program
     assert same_as_workload(moved.program, moved.spills, moved.workload, moved.options).startswith(
         "its program computes what gemm 4x4x4 builds (same memory on 3 inputs")
-    text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add %a_0_1, %b_1_1, %acc_0_1", 1)
+    text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add.f32 %a_0_1, %b_1_1, %acc_0_1", 1)
     assert text != str(plan.program)
     with pytest.raises(VerificationError, match="does not compute what gemm 4x4x4 builds"):
         same_as_workload(parse(text), {}, plan.workload, plan.options)
