@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from engine.errors import RegtuneError
 from engine.fields import excerpt
 from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
-from engine.ir_rules import KERNEL_NAMES, usable_symbol
+from engine.ir_rules import KERNEL_NAMES, shape_of, usable_symbol
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
 from engine.spill import remove_spill_code, spill_slot
@@ -517,6 +517,8 @@ class _Writer:
             return self.spill(ins, where)
         if op in ("br", "cbr", "exit"):
             return None
+        if shape_of(op) is None:      # an opaque opcode (engine.ir_rules): its operands were never given a kind
+            raise KernelError(f"{where}: opcode {op} has no CUDA lowering")
         expr = self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
         return f"float32({expr})" if self._mixed_f32(ins) else expr
 
