@@ -5,6 +5,7 @@ from hypothesis import given
 
 from engine.errors import ParseError
 from engine.ir import Program, parse, print_program, successors
+from tests.engine.rule_cases import ACCEPTED_LINES, REFUSED_LINES, RULES_BASE
 from tests.engine.strategies import program_texts
 
 DESIGN_EXAMPLE = """.kernel gemm_m1n1k2
@@ -118,3 +119,28 @@ def test_phases_label_instructions_until_changed_and_reset_per_block():
     assert phases[:6] == [None, "load", "load", "load", None, None]
     assert phases[-2:] == ["store", "store"]
     assert program.blocks[1].instructions[0].phase is None
+
+
+# -- the rules of engine.ir_rules: what no kernel can hold is refused while parsing -------------------------------
+
+@pytest.mark.parametrize("name", sorted(REFUSED_LINES))
+def test_what_no_kernel_can_hold_is_refused_while_parsing_naming_the_line(name):
+    line, reason = REFUSED_LINES[name]
+    with pytest.raises(ParseError) as err:
+        parse(RULES_BASE.format(line=f"  {line}"), "k.txt")
+    assert str(err.value).startswith("k.txt line 9: ") and reason in str(err.value), str(err.value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+
+
+@pytest.mark.parametrize("line", ACCEPTED_LINES)
+def test_every_immediate_form_a_kernel_can_hold_parses_and_prints_back(line):
+    text = RULES_BASE.format(line=f"  {line}")
+    assert print_program(parse(text)) == text
+
+
+def test_a_comparison_reads_its_immediate_as_its_first_operand_defined_later_in_the_text():
+    text = (".kernel k\n.block entry\n  %pa:u64 = param A\n  br b\n.block a\n  %c:pred = setp.lt %x, {}\n  exit\n"
+            ".block b\n  %x:{} = ld.global %pa, 0\n  br a\n")
+    assert parse(text.format("0.5", "f32")).blocks[1].instructions[0].operands[1].text == "0.5"
+    with pytest.raises(ParseError, match=r"^k.txt line 6: operand 2 of setp.lt: '0.5' is not an integer"):
+        parse(text.format("0.5", "i32"), "k.txt")

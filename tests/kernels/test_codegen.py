@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -10,14 +11,18 @@ from collections import Counter
 
 import pytest
 
+from engine.allocators import allocate
 from engine.edits import Move, apply_edit
-from engine.ir import parse
+from engine.ir import Block, Imm, parse, replace_blocks
+from engine.ir_rules import shape_of
 from engine.plan import Plan, registers_used
 from kernels.build import build_plan, compile_ptx
 from kernels.codegen import KernelError, kernel_source
 from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
+from kernels.toolchain import ToolchainError
 from kernels.worker import compile_ptx_here
 from tests.bench.bench_load_order import ahead
+from tests.engine.rule_cases import ACCEPTED_LINES, RULES_BASE
 from tests.kernels.conftest import gemm_plan, mha_plan
 
 _LOAD = re.compile(r"ld\.global\.f32\s+%f\d+, \[(%rd\d+)(?:\+(-?\d+))?\]")
@@ -265,3 +270,50 @@ def test_each_run_of_loads_stands_between_two_barriers():
     assert "order_loads" not in kernel_source(plan, load_order="nvvm").body
     with pytest.raises(KernelError, match="unknown load order 'sometimes'"):
         kernel_source(plan, load_order="sometimes")
+
+
+def _rules_plan(lines: list[str]) -> Plan:
+    """A plan (linear scan) of :data:`RULES_BASE` holding ``lines``, each result renamed apart (line k's ``%x``
+    becomes ``%x_k``) so that every line may define what another defines."""
+    renamed = [re.sub(r"%(\w+):", lambda m: f"%{m.group(1)}_{k}:", line) for k, line in enumerate(lines)]
+    program = parse(RULES_BASE.format(line="\n".join(f"  {line}" for line in renamed)))
+    return allocate("linear-scan", program, 255).plan()
+
+
+def _opaque(line: str) -> bool:
+    words = line.split("=")[-1].split()
+    return shape_of(words[1] if words[0].startswith("@") else words[0]) is None
+
+
+def test_a_kernel_module_is_written_from_every_line_the_parser_takes_and_an_opaque_opcode_is_named():
+    for line in ACCEPTED_LINES:
+        plan = _rules_plan([line])
+        if _opaque(line):
+            with pytest.raises(KernelError, match=r"instruction 6 \(.*\): opcode \S+ has no CUDA lowering"):
+                kernel_source(plan)
+        else:
+            compile(kernel_source(plan).text, line, "exec")
+
+
+#: the ends of every range the parser takes, in each place a kernel reads an immediate (numba types every
+#: statement, used or not: its typing is what refuses a number past 64 bits)
+EXTREMES = ["%a:i32 = mov 4294967295", "%b:i32 = add %i, -2147483648", "%c:i32 = fma %i, 4294967295, -2147483648",
+            "%d:i32 = div.u32 %i, 4294967295", "%e:f32 = mul %f, 18446744073709551615",
+            "%g:f32 = mul %f, -9223372036854775808", "%k:f32 = mul %f, 1e999", "%p:pred = setp.lt %i, 4294967295",
+            "%u:u64 = add %pa, 18446744073709551612", "%w:u64 = add %pa, -9223372036854775808",
+            "%o:u64 = mul.wide.s32 %i, -4", "st.global %pa, 18446744073709551612, %f",
+            "st.global %pa, -9223372036854775808, -1e999"]
+
+
+@pytest.mark.slow
+def test_nvvm_compiles_the_ends_of_every_range_the_parser_takes_and_not_one_past_64_bits():
+    source = kernel_source(_rules_plan([line for line in ACCEPTED_LINES if not _opaque(line)] + EXTREMES))
+    assert ".entry" in compile_ptx_here(source.text, source.name, source.signature)
+    program = parse(".kernel k\n.block entry\n  %pa:u64 = param A\n  %j:i32 = mov 1\n  st.global %pa, 0, %j\n  exit\n")
+    block = program.blocks[0]
+    past = dataclasses.replace(block.instructions[1], operands=(Imm(str(2 ** 64)),))   # the parser refuses it
+    plan = Plan(replace_blocks(program, [Block("entry", (block.instructions[0], past, *block.instructions[2:]))]),
+                {"pa": (0, 1), "j": (2,)}, {}, 255, "hand")
+    source = kernel_source(plan)
+    with pytest.raises(ToolchainError, match="NVVM/numba could not compile"):
+        compile_ptx_here(source.text, source.name, source.signature)
