@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 from importlib.resources import files
+from pathlib import Path
 
 from engine.predict import planned_and_run
+from tests.engine.rule_cases import REFUSED_LINES
 
 EXAMPLE = str(files("resources") / "examples" / "gemm_m1n1k2.txt")
 
@@ -98,6 +100,35 @@ CODE_PLANS = {
     "kernel name closing a string": lambda d, m: _program_text(d, ".kernel gemm", '.kernel """gemm'),
     "value with a quote": lambda d, m: _program_text(d, "%acc_0_0:f32", "%acc'_0_0:f32"),
 }
+
+# -- instructions no kernel can hold (engine/ir_rules.py): refused while parsing, by every command -------------
+def in_programs(line: str) -> str:
+    """A line of tests/engine/rule_cases.py in the names of the example program and of :func:`good_plan`'s
+    (both have %pc and %acc_0_0)."""
+    return line.replace("%pa", "%pc").replace("%f", "%acc_0_0")
+
+
+def with_line(text: str, line: str) -> str:
+    """``text`` with ``line`` before its first exit."""
+    assert "  exit\n" in text
+    return text.replace("  exit\n", f"  {in_programs(line)}\n  exit\n", 1)
+
+
+def _program_with(name: str):
+    """``allocate`` on the example program file with the rule case ``name``'s line in it."""
+    def case(folder, marker):
+        path = folder / "program.txt"
+        path.write_text(with_line(Path(EXAMPLE).read_text(encoding="utf-8"), REFUSED_LINES[name][0]))
+        out = folder / "allocated.json"
+        return ["allocate", str(path), "--allocator", "dsatur", "--out", str(out)], [out]
+    return case
+
+
+def _plan_with(name: str):
+    def mutate(data, marker):
+        data["program"] = with_line(data["program"], REFUSED_LINES[name][0])
+    return mutate
+
 
 # -- plans that would take the machine ----------------------------------------------------------
 SIZE_PLANS = {
@@ -248,6 +279,10 @@ def all_cases() -> dict:
                                                                        "budget-sweep")
     for name, mutate in SIZE_PLANS.items():
         cases[f"check: {name}"] = _plan_case(mutate, "check")
+    for name in REFUSED_LINES:
+        cases[f"allocate: program with {name}"] = _program_with(name)
+        cases[f"check: program with {name}"] = _plan_case(_plan_with(name), "check")
+        cases[f"build: program with {name}"] = _plan_case(_plan_with(name), "build")
     cases.update(FILE_CASES)
     cases.update(ARGUMENT_CASES)
     return cases

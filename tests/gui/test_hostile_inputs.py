@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from engine.plan import plan_from_dict
 from gui.entry import command as main
-from tests.gui.hostile_cases import all_cases, good_plan
+from tests.engine.rule_cases import ISSUE_CASES, REFUSED_LINES
+from tests.gui.hostile_cases import EXAMPLE, all_cases, good_plan, with_line
 
 CASES = all_cases()
 
@@ -40,6 +42,31 @@ def test_hostile_input_is_one_line_exit_2_and_runs_nothing(tmp_path, capsys, nam
     leftovers = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".regtune-tmp")]
     assert not leftovers
     assert seconds < 30, f"{name} took {seconds:.1f} s before refusing"
+
+
+@pytest.mark.parametrize("name", ISSUE_CASES)
+def test_allocate_check_and_build_refuse_an_instruction_no_kernel_can_hold_in_the_same_words(tmp_path, capsys, name):
+    """Issue 19's cases: ``allocate`` wrote plans that ``check`` refused, ``check`` took what ``build`` could not
+    compile. Now the parser refuses each, and every command says where and why in the same words."""
+    line, reason = REFUSED_LINES[name]
+    program = tmp_path / "program.txt"
+    program.write_text(with_line(Path(EXAMPLE).read_text(), line))
+    data = good_plan()                                  # a real allocator's plan, its program text edited
+    data["program"] = with_line(data["program"], line)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(data))
+    at = data["program"].splitlines().index(f"  {line.replace('%pa', '%pc').replace('%f', '%acc_0_0')}") + 1
+    commands = {"allocate": (["allocate", str(program), "--allocator", "dsatur", "--out", str(tmp_path / "a.json")],
+                             f"{program} line 13: "),
+                "check": (["check", str(plan)], f"{plan}: field 'program' line {at}: "),
+                "build": (["build", str(plan), "--out-dir", str(tmp_path / "out"), "--no-simulate"],
+                          f"{plan}: field 'program' line {at}: ")}
+    for command, (argv, where) in commands.items():
+        assert main(argv) == 2, command
+        err = capsys.readouterr().err
+        assert err == f"regtune: error: {where}{err.split(where, 1)[-1]}" and reason in err, (command, err)
+        assert err.count("\n") == 1, (command, err)
+    assert not (tmp_path / "a.json").exists() and not list((tmp_path / "out").iterdir())   # the folder is tried first
 
 
 def test_escaped_fields_in_messages(tmp_path, capsys):
