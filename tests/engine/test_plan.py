@@ -5,16 +5,16 @@ import os
 import stat
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import allocate
+from engine.allocators import ALLOCATORS, allocate
 from engine.predict import planned, planned_and_run
 from engine.errors import InterpreterError, RegtuneError
 from engine.ir import parse, print_program
 from engine.plan import FORMAT, Plan, load_plan, plan_from_dict, plan_to_dict, write_plan
 from engine.verify import static_conflicts, verify_execution
-from tests.engine.strategies import programs
+from tests.engine.strategies import examples, programs
 from tests.engine.test_ir import DESIGN_EXAMPLE
 
 
@@ -207,3 +207,13 @@ def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
     alive.write_text("half")
     write_text_atomic(path, "whole")
     assert not dead.exists() and alive.exists() and path.read_text() == "whole"
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(programs(), st.sampled_from(sorted(ALLOCATORS)), st.sampled_from([255, 10, 6]))
+def test_the_loader_accepts_every_plan_an_allocator_writes(program, name, budget):
+    """``allocate`` and ``check`` accept the same plans: an allocator's plan, spill code included, parses back
+    under the parser's rules (engine.ir_rules) and passes every check of the loader."""
+    plan = allocate(name, program, budget).plan()
+    event(f"spilled: {bool(plan.spills)}")
+    assert plan_from_dict(plan_to_dict(plan), "allocated.json") == plan

@@ -11,11 +11,11 @@ from collections import Counter
 
 import pytest
 
-from engine.allocators import allocate
+from engine.allocators import ALLOCATORS, allocate
 from engine.edits import Move, apply_edit
 from engine.ir import Block, Imm, parse, replace_blocks
 from engine.ir_rules import shape_of
-from engine.plan import Plan, registers_used
+from engine.plan import Plan, plan_from_dict, plan_to_dict, registers_used
 from kernels.build import build_plan, compile_ptx
 from kernels.codegen import KernelError, kernel_source
 from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
@@ -317,3 +317,40 @@ def test_nvvm_compiles_the_ends_of_every_range_the_parser_takes_and_not_one_past
     source = kernel_source(plan)
     with pytest.raises(ToolchainError, match="NVVM/numba could not compile"):
         compile_ptx_here(source.text, source.name, source.signature)
+
+
+def _programs_to_round_trip() -> dict:
+    """The example program files and a few GEMM and MHA programs (schedules and strategies apart)."""
+    from importlib.resources import files
+
+    from engine.workloads.gemm import Gemm, build_gemm
+    from engine.workloads.mha import Mha, build_mha
+    from engine.workloads.program import read
+
+    examples = {p.name: read(str(p))[0] for p in sorted(files("resources").joinpath("examples").iterdir())
+                if p.name.endswith(".txt")}
+    return {**examples, "gemm 2x2x2": build_gemm(Gemm(2, 2, 2))[0],
+            "gemm 4x4x4 load-all-first": build_gemm(Gemm(4, 4, 4), schedule="load-all-first")[0],
+            "gemm 3x5x7 dot": build_gemm(Gemm(3, 5, 7), schedule="dot")[0],
+            "mha 16/1/32/1": build_mha(Mha(16, 1, 32, 1))[0],
+            "mha 16/1/32/2 fp16-softmax": build_mha(Mha(16, 1, 32, 2), ("fp16-softmax",))[0]}
+
+
+@pytest.mark.parametrize("budget", [255, 40, 24])
+def test_every_allocators_plan_of_the_examples_and_workloads_loads_and_gets_a_kernel_module(budget):
+    """One validator: what the parser takes (the example files, the workloads' programs), every allocator's plan
+    of it (spill code included) as the loader reads it back, and a kernel module written from that plan."""
+    programs = _programs_to_round_trip()
+    assert len(programs) >= 7
+    spilled = 0
+    for name, program in programs.items():
+        assert parse(str(program), name) == program
+        for allocator in sorted(ALLOCATORS):
+            plan = allocate(allocator, program, budget).plan()
+            loaded = plan_from_dict(plan_to_dict(plan), f"{name} {allocator}")
+            assert loaded == plan
+            source = kernel_source(loaded)
+            assert source.spill_stores == sum(i.opcode == "st.local" for i in plan.program.instructions)
+            compile(source.text, f"{name} {allocator}", "exec")
+            spilled += bool(plan.spills)
+    assert spilled or budget == 255
