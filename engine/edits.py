@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from engine.interp import immediate
 from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.limits import MAX_SPILL_SLOT
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan
 from engine.spill import first_free_slot, insert_spill_code, remove_spill_code, spill_code_of
@@ -159,6 +160,8 @@ def _spill(plan: Plan, e: Spill, analysis: Analysis | None) -> EditResult:
     if problem or e.value in plan.spills or _is_spill_temporary(plan, e.value):
         return _reject(plan, problem or f"%{e.value} is already in local memory", analysis)
     slot = e.slot if e.slot is not None else max([first_free_slot(plan.program), *[s + 1 for s in plan.spills.values()]])
+    if not 0 <= slot <= MAX_SPILL_SLOT:      # a plan with it could not be loaded (engine.ir_rules)
+        return _reject(plan, f"spill slot {slot} is outside 0..{MAX_SPILL_SLOT}", analysis)
     if slot in plan.spills.values():
         return _reject(plan, f"spill slot {slot} already holds another value", analysis)
     program = insert_spill_code(plan.program, {e.value: slot})

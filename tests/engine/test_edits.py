@@ -83,6 +83,8 @@ def test_bad_edits_are_rejected_with_the_reason_and_change_nothing(plan):
         (Move(10, 2), "cannot move instruction 10 (exit) before instruction 9 (st.global %pc, 0, %acc_0_0): "
                       "'exit' must stay last in its block"),
         (Move(3, 40), "instruction 40 is outside the program (0-10)"),
+        (Spill("acc_0_0", 131072), "spill slot 131072 is outside 0..131071"),
+        (Spill("acc_0_0", -1), "spill slot -1 is outside 0..131071"),
     ]:
         result = apply_edit(plan, edit)
         assert result.rejected == reason
