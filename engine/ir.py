@@ -361,13 +361,16 @@ operands, got 2)
         raise ParseError(f"{where}: expected '{_written(shape)}' ({_counts(ins, shape)})")
     if ins.guard is not None and not shape.guard:
         raise ParseError(f"{where}: {ins.opcode} cannot be guarded (a parameter is always read)")
+    if shape.result is not None and ins.defs[0].type != shape.result:
+        raise ParseError(f"{where}: {ins.opcode} defines a {shape.result} value, got %{ins.defs[0].name}:"
+                         f"{ins.defs[0].type}")
     if shape.opcode == "param" and ins.defs[0].type not in PARAM_TYPES:
         raise ParseError(f"{where}: parameter %{ins.defs[0].name} has type {ins.defs[0].type}, which a kernel "
                          f"cannot take (known: {', '.join(PARAM_TYPES)})")
     kind = _number_kind(ins, types)
     for k, (letter, op) in enumerate(zip(shape.operands, ins.operands), start=1):
         _check_operand(ins, shape, k, letter, op, kind, where)
-    return kind is not _WAITING
+    return kind != _WAITING
 
 
 #: the kind of a setp's immediate whose first operand's type is not known yet
@@ -405,9 +408,9 @@ def _check_operand(ins: Instruction, shape, k: int, letter: str, op, kind: str, 
         raise ParseError(f"{where}: expected '{_written(shape)}': operand {k} of {ins.opcode} must be an "
                          f"immediate, got %{op.name}")
     read_as = kind if letter == "x" else LETTER_KINDS[letter]
-    if read_as is _WAITING:
+    if read_as == _WAITING:
         return
-    error = immediate_error(op.text, read_as)
+    error = immediate_error(op.text, read_as) or (letter == "i" and immediate_error(op.text, kind))
     if error:
         raise ParseError(f"{where}: operand {k} of {ins.opcode}: {error}")
 

@@ -69,7 +69,7 @@ INT32 = (-(1 << 31), (1 << 32) - 1)
 KERNEL_NAMES = frozenset({
     "cuda", "math", "np", "float16", "float32", "float64", "int32", "int64", "uint64", "boolean",
     "carry_f32", "carry_i32", "carry_u64", "carry_f64",
-    "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_zero",
+    "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_f16", "spill_zero",
     "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys", "order_loads", "load_volatile"})
 _PY_NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME - 1}}}\Z")
 #: the types a kernel argument can have (f16x2 is a pair, which numba cannot take as an argument)
@@ -177,14 +177,17 @@ class Shape:
     form : how it is written, for messages (``st.global %ADDRESS, OFFSET, VALUE``)
     operands : one letter per operand: ``%`` a value, ``x`` a value or a number read as the instruction's
         type (the first operand's type for ``setp``), ``f`` a value or a number read as f32, ``o`` a byte
-        offset, ``i`` an integer, ``#`` a spill slot, ``s`` a parameter symbol, ``L`` a block label
+        offset, ``i`` an integer that is also read as the instruction's type, ``#`` a spill slot, ``s`` a
+        parameter symbol, ``L`` a block label
     defs : how many results
+    result : the type the result must have (None: any), where the kernel's lowering makes one
     guard : whether a guard may predicate it
     """
 
     form: str
     operands: str
     defs: int
+    result: str | None = None
     guard: bool = True
 
     @property
@@ -192,8 +195,8 @@ class Shape:
         return self.form.split()[0]
 
 
-def _shapes(*forms: tuple[str, str, int]) -> dict:
-    return {form.split()[0]: Shape(form, operands, defs) for form, operands, defs in forms}
+def _shapes(*forms: tuple) -> dict:
+    return {form[0].split()[0]: Shape(*form) for form in forms}
 
 
 #: the shape of each known opcode (``setp.<cmp>`` and ``sreg.*``: :func:`shape_of`)
@@ -201,14 +204,15 @@ SHAPES = _shapes(
     ("mov A", "x", 1), ("cvt A", "x", 1), ("exp A", "x", 1), ("rcp A", "x", 1),
     ("add A, B", "xx", 1), ("sub A, B", "xx", 1), ("mul A, B", "xx", 1), ("max A, B", "xx", 1),
     ("min A, B", "xx", 1), ("div.u32 A, B", "xx", 1), ("rem.u32 A, B", "xx", 1), ("fma A, B, C", "xxx", 1),
-    ("mul.wide.s32 A, SCALE", "xo", 1), ("shfl.sync.bfly %VALUE, LANE_MASK", "xi", 1),
-    ("cvt.rn.f16x2.f32 A, B", "xx", 1), ("cvt.f32.f16.lo %PAIR", "%", 1), ("cvt.f32.f16.hi %PAIR", "%", 1),
+    ("mul.wide.s32 A, SCALE", "xo", 1, "u64"), ("shfl.sync.bfly A, LANE_MASK", "xi", 1),
+    ("cvt.rn.f16x2.f32 A, B", "xx", 1, "f16x2"), ("cvt.f32.f16.lo %PAIR", "%", 1, "f32"),
+    ("cvt.f32.f16.hi %PAIR", "%", 1, "f32"),
     ("ld.global %ADDRESS, OFFSET", "%o", 1), ("st.global %ADDRESS, OFFSET, VALUE", "%of", 0),
     ("ld.local SLOT", "#", 1), ("st.local SLOT, %VALUE", "#%", 0),
     ("br LABEL", "L", 0), ("cbr %p, L1, L2", "%LL", 0), ("exit", "", 0))
 SHAPES["param"] = Shape("param NAME", "s", 1, guard=False)
-_SETP = {f"setp.{c}": Shape(f"setp.{c} A, B", "xx", 1) for c in COMPARISONS}
-_SREG = {s: Shape(s, "", 1) for s in SPECIAL_REGISTERS}
+_SETP = {f"setp.{c}": Shape(f"setp.{c} A, B", "xx", 1, "pred") for c in COMPARISONS}
+_SREG = {s: Shape(s, "", 1, "i32") for s in SPECIAL_REGISTERS}
 
 
 @functools.lru_cache(maxsize=1 << 12)

@@ -588,11 +588,15 @@ class _Writer:
             if self.spills == "compiler":
                 return f"{self._slot_name(slot, type_)} = {self.use(value)}"
             self.stores += 1
+            if type_ == "f16x2":      # a pair of halves: two float16 cells per 4-byte slot
+                return f"spill_f16[{2 * slot}], spill_f16[{2 * slot + 1}] = {self.use(value)}"
             return f"spill_{_array_kind(type_)}[{slot}] = {self.use(value)}"
         type_ = ins.defs[0].type
         if self.spills == "compiler":
             return self._slot_name(slot, type_)
         self.loads += 1
+        if type_ == "f16x2":
+            return f"(spill_f16[{2 * slot} + spill_zero], spill_f16[{2 * slot + 1} + spill_zero])"
         return f"spill_{_array_kind(type_)}[{slot} + spill_zero]"
 
     def _slot_name(self, slot: int, type_: str) -> str:
@@ -657,7 +661,7 @@ _CARRY_TYPES = {"f32": "f32", "i32": "i32", "u64": "u64", "f64": "f64"}
 
 
 def _array_kind(type_: str) -> str:
-    return {"f32": "f32", "i32": "i32", "f16x2": "f32", "u64": "u64", "f64": "f64"}.get(type_, "f32")
+    return {"f32": "f32", "i32": "i32", "f16x2": "f16", "u64": "u64", "f64": "f64"}.get(type_, "f32")
 
 
 def _address(pointer: str, element: int) -> str:
@@ -701,6 +705,8 @@ def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None,
         for kind, numba_type in (("f32", "float32"), ("i32", "int32"), ("u64", "uint64"), ("f64", "float64")):
             if f"spill_{kind}[" in "\n".join(w.lines):
                 head.append(f"    spill_{kind} = cuda.local.array({slots}, {numba_type})")
+        if "spill_f16[" in "\n".join(w.lines):
+            head.append(f"    spill_f16 = cuda.local.array({2 * slots}, float16)   # f16x2 values: two halves a slot")
     name = _identifier(program.name, set(), _MODULE_NAMES)
     params = w.params + ["spill_zero"]
     text = "\n".join([f"def {name}({', '.join(params)}):"] + head + w.lines) + "\n"

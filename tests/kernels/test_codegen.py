@@ -18,6 +18,7 @@ from engine.ir_rules import shape_of
 from engine.plan import Plan, plan_from_dict, plan_to_dict, registers_used
 from kernels.build import build_plan, compile_ptx
 from kernels.codegen import KernelError, kernel_source
+from kernels.run import simulate
 from kernels.sass_lines import PTX_GLOBAL_LOADS, ptx_ir_lines, ptx_ir_of
 from kernels.toolchain import ToolchainError
 from kernels.worker import compile_ptx_here
@@ -354,3 +355,25 @@ def test_every_allocators_plan_of_the_examples_and_workloads_loads_and_gets_a_ke
             compile(source.text, f"{name} {allocator}", "exec")
             spilled += bool(plan.spills)
     assert spilled or budget == 255
+
+
+def test_a_spilled_f16_pair_is_two_halves_of_its_slot_and_compiles():
+    """An allocator spills f16x2 values (MHA's fp16-softmax at budget 40): a pair is two float16 cells, not a tuple
+    in a float32 array, which NVVM refused."""
+    from engine.edits import Spill
+
+    program = parse(".kernel k\n.block entry\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n"
+                    "  %h:f16x2 = cvt.rn.f16x2.f32 %x, %x\n  %y:f32 = ld.global %pa, 4\n"
+                    "  %lo:f32 = cvt.f32.f16.lo %h\n  %z:f32 = add %lo, %y\n  st.global %pa, 8, %z\n  exit\n")
+    plan = apply_edit(allocate("linear-scan", program, 255).plan(workload={"kind": "program", "name": "k"}),
+                      Spill("h", 3)).plan
+    source = kernel_source(plan)
+    assert "spill_f16[6], spill_f16[7] = h" in source.text
+    assert "(spill_f16[6 + spill_zero], spill_f16[7 + spill_zero])" in source.text
+    assert "spill_f16 = cuda.local.array(8, float16)" in source.text
+    assert ".local" in compile_ptx_here(source.text, source.name, source.signature)
+    compiler = kernel_source(plan, spills="compiler")
+    assert "spill_f16" not in compiler.text
+    compile_ptx_here(compiler.text, compiler.name, compiler.signature)
+    check = simulate(plan)        # the spilled pair against the kernel without spill code, bit for bit
+    assert check.ok and "all 196,608 array elements equal bit for bit" in check.spill_code, check
