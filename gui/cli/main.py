@@ -29,10 +29,11 @@ from engine.ilp import IlpFigures, plan_ilp, program_ilp
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
+from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, registers_used, write_plan
 from engine.predict import planned_and_run
 from engine.report import ILP_SAMPLE
-from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, prove_identity, verify_execution
+from engine.admit import load_admitted
+from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
 from engine.workloads.program import read
@@ -315,16 +316,15 @@ class Admitted:
 
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
     """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
-    every field in range, no register conflict, the spill map and spill code agreeing (:func:`load_plan`),
-    proved by the symbolic checker (:func:`engine.checker.check_allocation`), proved to be its workload's
-    program (:func:`engine.verify.prove_identity`), the execution check passed within ``check_seconds``, and
+    every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.plan.load_plan`),
+    proved to be its workload's program (:func:`engine.admit.load_admitted`), proved by the symbolic checker
+    (:func:`engine.checker.check_allocation`), the execution check passed within ``check_seconds``, and
     a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
     error. The execution check draws its inputs from the plan's workload (:func:`engine.workloads.input_model`)."""
     from kernels.codegen import KernelError, kernel_source
 
-    plan = load_plan(path)
+    plan, identity = load_admitted(path, check_seconds)
     prove(plan, path)
-    identity = _identity(plan, path, check_seconds)
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
                              model=input_model(plan.workload, plan.options))
     try:
@@ -332,13 +332,6 @@ def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
     return Admitted(plan, identity, check)
-
-
-def _identity(plan, path: str, check_seconds: float) -> IdentityProof | None:
-    try:
-        return prove_identity(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
-    except VerificationError as exc:
-        raise VerificationError(f"{path}: {exc}") from None
 
 
 def check_report(path: str, admitted: Admitted) -> dict:

@@ -252,3 +252,18 @@ def test_check_refuses_the_swapped_branch_and_the_changed_guard_in_one_line(tmp_
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.count("\n") == 1
         assert "is not gemm" in captured.err and new in captured.err and "proved" not in captured.err
+
+
+def test_the_window_refuses_to_open_a_plan_whose_program_is_not_its_workloads(tmp_path, capsys):
+    """The window's --plan (gui, screenshot) goes through the same admission as check (engine.admit)."""
+    from gui.entry import command
+
+    data = plan_to_dict(_plan())
+    data["program"] = data["program"].replace("cbr %beta_zero, store, beta", "cbr %beta_zero, beta, store")
+    path = tmp_path / "swapped.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "never.png"
+    assert command(["screenshot", "--plan", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"regtune: error: {path}: the plan's program, spill code removed, is not gemm 2x2x2's")
+    assert err.count("\n") == 1 and not out.exists()
