@@ -153,9 +153,9 @@ class Machine:
     Examples
     --------
     >>> from engine.ir import parse
-    >>> m = Machine(parse(".kernel k\\n.block b\\n  %x:u64 = mov 5\\n  exit\\n"), registers={"x": (2, 3)})
+    >>> m = Machine(parse(".kernel k\\n.block b\\n  %x:u64 = mov 8\\n  exit\\n"), registers={"x": (2, 3)})
     >>> m.step(), m.registers()[2], m.registers()[3], m.registers()[0] == mix(0, 0xBAD, 0) & MASK32
-    (True, 5, 0, True)
+    (True, 8, 0, True)
     """
 
     def __init__(self, program: Program, seed: int = 0, registers: dict | None = None, model: InputModel = GENERIC):

@@ -8,7 +8,9 @@ Invariant: ``parse(print_program(p)) == p`` for every program, and
 ``print_program(parse(text)) == text`` for every text in canonical form (the
 form the printer writes). A value keeps one type everywhere it is defined;
 every use names a value that the program defines; every branch names a block
-of the program.
+of the program; every instruction keeps the rules of :mod:`engine.ir_rules`
+(immediates, parameter names, the shape of each known opcode), so whatever
+parses can be allocated, checked and written as a kernel.
 
 Examples
 --------
@@ -35,7 +37,8 @@ from functools import cached_property
 
 from engine.errors import ParseError
 from engine.fields import excerpt
-from engine.limits import MAX_BLOCKS, MAX_DEFS, MAX_FILE_BYTES, MAX_IMMEDIATE, MAX_INSTRUCTIONS, MAX_NAME, MAX_OPERANDS
+from engine.ir_rules import COMPARISONS, LETTER_KINDS, NAME, PARAM_TYPES, immediate_error, shape_of
+from engine.limits import MAX_BLOCKS, MAX_DEFS, MAX_FILE_BYTES, MAX_INSTRUCTIONS, MAX_OPERANDS
 
 #: Width of each type in 32-bit general registers; ``pred`` lives in the
 #: predicate file and is not counted with general registers.
@@ -44,13 +47,11 @@ WIDTHS = {"pred": 0, "i32": 1, "f32": 1, "f16x2": 1, "u64": 2, "f64": 2}
 TERMINATORS = frozenset({"br", "cbr", "exit"})
 
 #: value, block and kernel names: ASCII, at most 128 characters
-_NAME = rf"[A-Za-z_][A-Za-z0-9_.]{{0,{MAX_NAME - 1}}}"
+_NAME = NAME
 _NAME_RE = re.compile(rf"^{_NAME}\Z")
 _DEF_RE = re.compile(rf"^%({_NAME}):([A-Za-z0-9]+)\Z")
 _GUARD_RE = re.compile(rf"^@(!?)%({_NAME})\Z")
 _OPCODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,63}\Z")
-#: an immediate, symbol or label: printable ASCII without spaces, commas, %, @ or =, at most 64 characters
-_IMM_RE = re.compile(rf"^[!-~]{{1,{MAX_IMMEDIATE}}}\Z")
 
 
 @dataclass(frozen=True)
@@ -245,8 +246,10 @@ def _parse_operand(token: str, where: str) -> Operand:
         if not _NAME_RE.match(token[1:]):
             raise ParseError(f"{where}: bad value name {excerpt(token)}")
         operand = Use(token[1:])
-    elif not token or not _IMM_RE.match(token) or any(c in token for c in ",%@="):
+    elif not token:
         raise ParseError(f"{where}: expected an operand, got {excerpt(token)}")
+    elif immediate_error(token, None):
+        raise ParseError(f"{where}: {immediate_error(token, None)}")
     else:
         operand = Imm(token)
     if len(_OPERANDS) < 1 << 16:
@@ -325,8 +328,7 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
         raise ParseError(f"{where}: {len(tokens)} operands in one instruction (the limit is {MAX_OPERANDS})")
     operands = tuple([known(t) or _operand_token(t, where) for t in tokens])
     ins = Instruction(opcode, defs, operands, guard, negated, phase)
-    if opcode in _SHAPES or opcode.startswith(("ld", "st")) and opcode.split(".")[0] in ("ld", "st"):
-        _check_shape(ins, where)
+    check_instruction(ins, where)
     return ins
 
 
@@ -334,26 +336,100 @@ def parse_instruction(text: str, where: str = "instruction", phase: str | None =
 _OPCODES: set[str] = set()
 
 
-_SHAPES = {"br": (1, "br LABEL"), "cbr": (3, "cbr %p, L1, L2"), "exit": (0, "exit")}
+def check_instruction(ins: Instruction, where: str, types: dict | None = None) -> bool:
+    """Refuse, in one :class:`ParseError` naming ``where``, an instruction that breaks the rules of
+    :mod:`engine.ir_rules`: a known opcode's shape (operand count, values and immediates, results, guard),
+    the kind of each immediate it reads, and for any other ``ld.*`` / ``st.*`` an address and (a store) a
+    value. ``types`` (value name -> type) gives a ``setp``'s first operand its type, which says what its
+    immediate is read as; without it that immediate waits: the result is False when one did.
+
+    Examples
+    --------
+    >>> check_instruction(parse_instruction("st.local 7, %x"), "k.txt line 3")
+    True
+    >>> check_instruction(Instruction("st.global", (), (Use("pc"), Imm("0"))), "k.txt line 3")
+    Traceback (most recent call last):
+    ...
+    engine.errors.ParseError: k.txt line 3: expected 'st.global %ADDRESS, OFFSET, VALUE' (st.global takes 3 \
+operands, got 2)
+    """
+    shape = shape_of(ins.opcode)
+    if shape is None:
+        _check_opaque(ins, where)
+        return True
+    if len(ins.operands) != len(shape.operands) or len(ins.defs) != shape.defs:
+        raise ParseError(f"{where}: expected '{_written(shape)}' ({_counts(ins, shape)})")
+    if ins.guard is not None and not shape.guard:
+        raise ParseError(f"{where}: {ins.opcode} cannot be guarded (a parameter is always read)")
+    if shape.opcode == "param" and ins.defs[0].type not in PARAM_TYPES:
+        raise ParseError(f"{where}: parameter %{ins.defs[0].name} has type {ins.defs[0].type}, which a kernel "
+                         f"cannot take (known: {', '.join(PARAM_TYPES)})")
+    kind = _number_kind(ins, types)
+    for k, (letter, op) in enumerate(zip(shape.operands, ins.operands), start=1):
+        _check_operand(ins, shape, k, letter, op, kind, where)
+    return kind is not _WAITING
 
 
-def _check_shape(ins: Instruction, where: str) -> None:
-    base = ins.opcode.split(".")[0]
-    if base == "st" and (len(ins.operands) < 2 or ins.defs):   # the interpreter treats st* and ld* as memory
+#: the kind of a setp's immediate whose first operand's type is not known yet
+_WAITING = "waiting"
+
+
+def _written(shape) -> str:
+    return f"%X:T = {shape.form}" if shape.defs else shape.form
+
+
+def _counts(ins: Instruction, shape) -> str:
+    if len(ins.operands) != len(shape.operands):
+        return f"{ins.opcode} takes {len(shape.operands)} operand{'s' * (len(shape.operands) != 1)}, got {len(ins.operands)}"
+    return f"{ins.opcode} defines {shape.defs} value{'s' * (shape.defs != 1)}, got {len(ins.defs)}"
+
+
+def _number_kind(ins: Instruction, types: dict | None) -> str:
+    """What an ``x`` operand's immediate is read as: the result's type, or for ``setp`` its first operand's."""
+    if not ins.opcode.startswith("setp."):
+        return ins.defs[0].type if ins.defs else "i32"
+    first = ins.operands[0]
+    if first.__class__ is not Use:
+        return "i32"
+    return (types or {}).get(first.name, _WAITING)
+
+
+def _check_operand(ins: Instruction, shape, k: int, letter: str, op, kind: str, where: str) -> None:
+    is_value = op.__class__ is Use
+    if letter == "%" or (letter in "xf" and is_value):
+        if not is_value:
+            raise ParseError(f"{where}: expected '{_written(shape)}': operand {k} of {ins.opcode} must be a value, "
+                             f"got {excerpt(op.text)}")
+        return
+    if is_value:
+        raise ParseError(f"{where}: expected '{_written(shape)}': operand {k} of {ins.opcode} must be an "
+                         f"immediate, got %{op.name}")
+    read_as = kind if letter == "x" else LETTER_KINDS[letter]
+    if read_as is _WAITING:
+        return
+    error = immediate_error(op.text, read_as)
+    if error:
+        raise ParseError(f"{where}: operand {k} of {ins.opcode}: {error}")
+
+
+def _check_opaque(ins: Instruction, where: str) -> None:
+    """Any other load or store reads an address (and a store a value) and a load defines: the interpreter
+    treats every ``ld.*`` and ``st.*`` as memory. Local memory is spill slots only (a kernel holds nothing
+    else there, and the checker tells spill code from the program's own accesses by slot). A ``setp`` needs
+    a comparison the kernel knows."""
+    base = ins.opcode.split(".", 1)[0]
+    if base == "setp":
+        raise ParseError(f"{where}: unknown comparison {excerpt(ins.opcode)} (known: "
+                         f"{', '.join('setp.' + c for c in COMPARISONS)})")
+    if ins.opcode.startswith(("ld.local.", "st.local.")):
+        raise ParseError(f"{where}: {excerpt(ins.opcode)}: local memory holds spill slots only, read with "
+                         "'ld.local SLOT' and written with 'st.local SLOT, %VALUE'")
+    if base == "st" and (len(ins.operands) < 2 or ins.defs):
         raise ParseError(f"{where}: expected '{ins.opcode} ADDRESS, OFFSET, %VALUE' (a store reads an address "
                          "and a value and defines nothing)")
     if base == "ld" and (not ins.operands or not ins.defs):
         raise ParseError(f"{where}: expected '%X:T = {ins.opcode} ADDRESS, OFFSET' (a load reads an address "
                          "and defines a value)")
-    if ins.opcode in _SHAPES:
-        count, form = _SHAPES[ins.opcode]
-        if len(ins.operands) != count or ins.defs:
-            raise ParseError(f"{where}: expected '{form}'")
-        labels = ins.operands[1:] if ins.opcode == "cbr" else ins.operands
-        if any(not isinstance(op, Imm) or not _NAME_RE.match(op.text) for op in labels):
-            raise ParseError(f"{where}: expected '{form}' with block labels")
-        if ins.opcode == "cbr" and not isinstance(ins.operands[0], Use):
-            raise ParseError(f"{where}: expected '{form}' with a predicate value first")
 
 
 class _Builder:
@@ -370,6 +446,10 @@ class _Builder:
         self.phase: str | None = None
         self.count = 0
         self.labels: set[str] = set()
+        #: parameter symbol -> the line declaring it
+        self.params: dict[str, int] = {}
+        #: setp instructions whose immediate is read as the type of their first operand, known at the end
+        self.comparisons: list[tuple[Instruction, int]] = []
 
     def where(self, lineno: int) -> str:
         return f"{self.source} line {lineno}"
@@ -416,13 +496,24 @@ class _Builder:
                 raise ParseError(f"{where}: %{d.name} is defined as {d.type} here but as {known[0]} on line {known[1]}")
         if ins.uses:
             self.uses.append((ins.uses, lineno))
-        if ins.opcode in _SHAPES:
+        if ins.opcode in ("br", "cbr"):
             self.branches.extend((t, lineno) for t in ins.targets)
         if ins.guard is not None:
             self.guards.append((ins.guard, lineno))
         if ins.opcode == "cbr":
             self.guards.append((ins.operands[0].name, lineno))
+        self.note(ins, lineno)
         body.append(ins)
+
+    def note(self, ins: Instruction, lineno: int) -> None:
+        """Remember what the rules of the whole program need: parameters (each declared once), comparisons."""
+        if ins.opcode == "param":
+            symbol = ins.operands[0].text
+            first = self.params.setdefault(symbol, lineno)
+            if first != lineno:
+                raise ParseError(f"{self.where(lineno)}: parameter {symbol} is declared twice (first on line {first})")
+        elif ins.opcode.startswith("setp.") and ins.operands[0].__class__ is Use:
+            self.comparisons.append((ins, lineno))
 
     def finish(self) -> Program:
         if self.name is None:
@@ -434,6 +525,9 @@ class _Builder:
             for name in names:
                 if name not in self.types:
                     raise ParseError(f"{self.where(lineno)}: %{name} is used but never defined")
+        types = {name: type_ for name, (type_, _) in self.types.items()}
+        for ins, lineno in self.comparisons:
+            check_instruction(ins, self.where(lineno), types)
         for name, lineno in self.guards:
             if self.types[name][0] != "pred":
                 raise ParseError(f"{self.where(lineno)}: %{name} is {self.types[name][0]}, a predicate (pred) is needed here")

@@ -23,7 +23,7 @@ Examples
 ...   %x:f32 = mov 1
 ...   %y:f32 = mov 2
 ...   %z:f32 = add %x, %y
-...   %w:u64 = mov 3
+...   %w:u64 = mov 8
 ...   st.global %w, 0, %z
 ...   exit
 ... '''))

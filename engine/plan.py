@@ -29,7 +29,6 @@ from engine.errors import PlanError, RegtuneError
 from engine.fields import digits, exact_keys, excerpt, is_int
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
-from engine.spill import spill_slot
 from engine.verify import static_conflicts
 
 FORMAT = "regtune-plan"
@@ -214,14 +213,6 @@ def _allocator(data: dict, source: str) -> str:
     return value
 
 
-def _spill_instructions(program: Program, source: str) -> None:
-    """Spill code addresses a slot in 0..MAX_SPILL_SLOT (a kernel sizes its local arrays by it)."""
-    for i, ins in enumerate(program.instructions):
-        if ins.opcode in ("st.local", "ld.local") and spill_slot(ins) is None:
-            raise PlanError(f"{source}: instruction {i} ({excerpt(str(ins), 60)}): a spill slot must be an "
-                            f"integer in 0..{MAX_SPILL_SLOT}")
-
-
 def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     """Check and build a plan from its JSON object (see module invariant).
 
@@ -229,7 +220,9 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     it: the budget in 1..255, registers inside the budget, spill slots in
     0..MAX_SPILL_SLOT, the allocator a known name, the workload and options
     inside their config space (:func:`engine.workloads.check_workload`), the
-    program within :mod:`engine.limits`. ``check=False`` skips only the
+    program within :mod:`engine.limits` and the rules of :mod:`engine.ir_rules`
+    (the parser's: spill code at a slot in 0..MAX_SPILL_SLOT, immediates a kernel
+    can hold, each known opcode in its shape). ``check=False`` skips only the
     assignment check (conflicts), for a session that holds a hand-edited
     plan the window shows as broken."""
     from engine.workloads import check_workload
@@ -256,7 +249,6 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
         raise
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
-    _spill_instructions(program, source)
     plan = Plan(program, assignment, spills, budget, allocator, workload, options,
                 _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
     if check:

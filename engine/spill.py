@@ -54,7 +54,8 @@ def spill_slot(ins: Instruction) -> int | None:
     Examples
     --------
     >>> from engine.ir import parse_instruction
-    >>> spill_slot(parse_instruction("st.local 3, %x")), spill_slot(parse_instruction("st.local 9999999, %x"))
+    >>> far = Instruction("st.local", (), (Imm("9999999"), Use("x")))   # the parser refuses it; code can make it
+    >>> spill_slot(parse_instruction("st.local 3, %x")), spill_slot(far)
     (3, None)
     """
     slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else ""

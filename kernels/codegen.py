@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from engine.errors import RegtuneError
 from engine.fields import excerpt
 from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.ir_rules import KERNEL_NAMES, usable_symbol
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
 from engine.spill import remove_spill_code, spill_slot
@@ -120,10 +121,8 @@ LOAD_ORDERS = {o.name: o for o in (
 #: Numba type of each IR type (u64 values are unsigned element indices into an array, see
 #: ``_Pointers``; unsigned, so numba emits no negative-index wraparound code).
 NUMBA_TYPES = {"f32": "float32", "i32": "int32", "u64": "uint64", "f64": "float64", "pred": "boolean"}
-_RESERVED = {"cuda", "math", "np", "float16", "float32", "float64", "int32", "int64", "uint64", "boolean",
-             "carry_f32", "carry_i32", "carry_u64", "carry_f64",
-             "shfl_bfly", "spill_f32", "spill_i32", "spill_u64", "spill_f64", "spill_zero",
-             "pack_f16x2", "unpack_f16x2_lo", "unpack_f16x2_hi", "config", "sys", "order_loads", "load_volatile"}
+#: the module's own names its kernel body reads (the engine's list: a parameter may take none of them)
+_RESERVED = set(KERNEL_NAMES)
 _SETP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _SREG = {"sreg.tid.x": "cuda.threadIdx.x", "sreg.tid.y": "cuda.threadIdx.y", "sreg.tid.z": "cuda.threadIdx.z",
          "sreg.ctaid.x": "cuda.blockIdx.x", "sreg.ctaid.y": "cuda.blockIdx.y", "sreg.ctaid.z": "cuda.blockIdx.z",
@@ -530,7 +529,7 @@ class _Writer:
 
     def param(self, ins: Instruction, where: str) -> str:
         symbol = ins.operands[0].text if len(ins.operands) == 1 and len(ins.defs) == 1 else ""
-        if not _usable(symbol):
+        if not (_usable(symbol) and usable_symbol(symbol)):    # the parser refuses both (engine.ir_rules)
             raise KernelError(f"{where}: parameter name {excerpt(symbol)} is not usable in Python (ASCII letters, "
                               "digits and _, not a keyword, builtin or a name of the kernel module)")
         if symbol in self.params:

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from engine import limits
+from engine import ir_rules, limits
 from kernels.build import Limits
 from kernels.run import SIMULATOR_TIMEOUT_S
 
@@ -26,6 +26,8 @@ def test_readme_limits_table_matches_the_code():
     assert _numbers(_row("blocks in one program")) == [limits.MAX_BLOCKS]
     assert _numbers(_row("operands / results of one instruction")) == [limits.MAX_OPERANDS, limits.MAX_DEFS]
     assert _numbers(_row("IR names, immediates")) == [limits.MAX_NAME, limits.MAX_IMMEDIATE]
+    assert "-2^63..2^64-1 (read as i32 or pred: -2^31..2^32-1)" in _row("integer immediates")
+    assert (ir_rules.INT64, ir_rules.INT32) == ((-2 ** 63, 2 ** 64 - 1), (-2 ** 31, 2 ** 32 - 1))
     assert _numbers(_row("registers live at once (MAXLIVE)")) == [limits.MAX_LIVE]
     assert _numbers(_row("execution check"))[:2] == [int(limits.CHECK_SECONDS), 2_000_000]
     assert _numbers(_row("one NVVM compile")) == [int(Limits.seconds), Limits.memory_mb]

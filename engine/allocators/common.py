@@ -1,7 +1,8 @@
 """Machinery shared by the allocators: register choice, spill costs, the spill loop.
 
 Invariant: :func:`run_with_spilling` returns only allocations whose every
-non-predicate value has a register, and measures nothing (figures are
+non-predicate value has a register and every spill slot in
+0..MAX_SPILL_SLOT (the plan loader's range), and measures nothing (figures are
 engine.predict's stage); each round either colours everything or
 spills at least one value that was never spilled before, and spill
 temporaries (a spilled value's own short range and its reloads) are never
@@ -16,6 +17,7 @@ import numpy as np
 
 from engine.errors import AllocationError
 from engine.ir import Program
+from engine.limits import MAX_SPILL_SLOT
 from engine.liveness import Analysis
 from engine.plan import Plan
 from engine.respill import analyze_spilled
@@ -176,6 +178,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
             break
         new = {}
         slot = first_free_slot(program) if slot is None else slot
+        _check_slots(program, name, slot, len(to_spill))
         for v in sorted(to_spill):
             new[analysis.names[v]] = slot
             slot += 1
@@ -185,6 +188,13 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         analysis = analyze_spilled(analysis, insertion)
     return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis,
                       original_analysis)
+
+
+def _check_slots(program: Program, name: str, first: int, count: int) -> None:
+    """Refuse to spill past the last slot a plan may name (a plan with it could not be loaded)."""
+    if first + count - 1 > MAX_SPILL_SLOT:
+        raise AllocationError(f"{name}: {program.name} would spill to slots {first}..{first + count - 1}, beyond "
+                              f"{MAX_SPILL_SLOT}, the last slot a plan may name (512 KiB of local memory per thread)")
 
 
 def _touching(analysis: Analysis, values) -> list[int]:

@@ -11,7 +11,8 @@ from engine.predict import planned
 from engine.errors import AllocationError, VerificationError
 from engine.ir import parse
 from engine.liveness import analyze
-from engine.plan import registers_used
+from engine.limits import MAX_SPILL_SLOT
+from engine.plan import plan_from_dict, plan_to_dict, registers_used
 from engine.verify import static_conflicts, verify_execution
 from tests.engine.strategies import programs
 
@@ -96,6 +97,19 @@ def test_a_budget_below_one_instructions_needs_names_the_instruction(name):
     program = parse(".kernel k\n.block b\n  %p:u64 = param P\n  %x:f32 = mov 1\n  %y:f32 = fma %x, %x, %x\n  st.global %p, 0, %y\n  exit\n")
     with pytest.raises(AllocationError, match=r"a budget of 2 registers is too small for k: %.* gets no register at instruction \d+"):
         allocate(name, program, 2)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_spilling_past_the_last_slot_a_plan_may_name_is_refused(name):
+    """The program's own spill code at the last slot leaves none for the allocator: its plan could not be loaded."""
+    loads = "".join(f"  %v{i}:f32 = ld.global %pa, {4 * i}\n" for i in range(8))
+    stores = "".join(f"  st.global %pa, {4 * i}, %v{i}\n" for i in range(8))
+    text = f".kernel k\n.block b\n  %pa:u64 = param A\n  %w:f32 = mov 1\n  st.local {{}}, %w\n{loads}{stores}  exit\n"
+    with pytest.raises(AllocationError, match=rf"{name}: k would spill to slots 131072\.\.131\d+, beyond 131071"):
+        allocate(name, parse(text.format(MAX_SPILL_SLOT)), 6)
+    allocation = allocate(name, parse(text.format(MAX_SPILL_SLOT - 8)), 6)
+    assert allocation.spills and max(allocation.spills.values()) <= MAX_SPILL_SLOT
+    plan_from_dict(plan_to_dict(allocation.plan()), "spilled.json")
 
 
 def test_wrong_assignment_is_caught_by_execution_as_well():

@@ -63,6 +63,9 @@ def test_a_wrong_assignment_runs_alike_in_both(program, seed, data):
     assert _same_state_after_every_step(plan.program, seed, {**plan.assignment, a: plan.assignment[b]}) > 0
 
 
+#: every shape the interpreters give a kind of its own; known opcodes in the one shape the parser takes
+#: (engine.ir_rules), the general forms (an address summed from several operands, a store of two values,
+#: an operation of five operands) through opaque opcodes of the same base
 EVERY_SHAPE = """.kernel k
 .block entry
   %pa:u64 = param A
@@ -70,12 +73,12 @@ EVERY_SHAPE = """.kernel k
   %i:i32 = mov 0
 .block loop
   %x:f32 = ld.global %pa, 8
-  %y:f32 = ld.global %pa, %i
+  %y:f32 = ld.global.nc %pa, %i
   %w:u64 = ld.shared %pb, 16
   %z:f32 = fma %x, %y, %x
   %u:u64 = fma %w, %w, %w
   %v:f32, %s:f32 = ld.global.v2 %pb, 4, %i
-  %m:i32 = max %x, %y, %i
+  %m:i32 = max.s32 %x, %y, %i
   %h:f32 = shfl %z, 1
   %e:f32 = exp %h
   %q:f16x2 = tex.opaque %e, %u
@@ -84,18 +87,19 @@ EVERY_SHAPE = """.kernel k
   %c:f64 = cvt %t
   %g:pred = setp.lt %n, 2147483648
   %g2:pred = setp.lt.s32 %n, 2147483648
-  %g3:pred = setp.lt %x, %y, %n
-  %a0:i32 = param
+  %g3:pred = setp.lt %x, %y
+  %a0:i32 = param n0
   %tid:i32 = sreg.tid.x
   %nb:i32 = param n
-  %k2:i32, %k3:i32 = param pair
+  %k2:i32 = param pair
+  %k3:i32 = sreg.tid.y
   %pc:u64 = param C
   %dq:i32 = div.u32 %tid, %nb
   %dr:i32 = rem.u32 %k3, %nb
   %dz:i32 = div.u32 %tid, 0
   %rz:i32 = rem.u32 %nb, 0
   %ds:i32 = div.s32 %k2, %nb
-  %dq:i32 = add %dq, %dr, %dz, %rz, %ds
+  %dq:i32 = add.s32 %dq, %dr, %dz, %rz, %ds
   st.global %pc, 0, %dq
   %a1:i32 = tex.lt %x, %y
   %a2:i32 = add %a0, %a1
@@ -104,15 +108,15 @@ EVERY_SHAPE = """.kernel k
   %z:f32 = @!%g add %z, 7
   st.local 3, %z
   %r:f32 = ld.local 3
-  st.local %pb, 8, %u
-  %o:u64 = ld.local %pb, 8
+  st.shared %pb, 8, %u
+  %o:u64 = ld.shared %pb, 8
   st.global %pa, 4, %r
   st.shared %pb, 0, %o
   @%g st.global %pa, 12, %q
   st.global %pa, 16, %c
   st.global %pa, 20, %m
   st.global %pa, 32, %a2
-  st.global %pa, 24, %v, %s
+  st.global.v2 %pa, 24, %v, %s
   %i:i32 = add %i, 1
   %p:pred = setp.lt %i, 3
   @%p br loop

@@ -88,7 +88,7 @@ def test_comments_and_blank_lines_are_ignored():
         (".kernel k\n.block b\n  exit\n  exit\n", "k.txt line 4: instruction after the terminator 'exit' of block 'b'"),
         (".kernel k\n.block b\n.block b\n", "k.txt line 3: block 'b' is defined twice"),
         (".kernel k\n.block b\n  %x:f32 = mov 1\n  cbr %x, b, b\n", "k.txt line 4: %x is f32, a predicate (pred) is needed here"),
-        (".kernel k\n.block b\n  cbr 1, b, b\n", "k.txt line 3: expected 'cbr %p, L1, L2' with a predicate value first"),
+        (".kernel k\n.block b\n  cbr 1, b, b\n", "k.txt line 3: expected 'cbr %p, L1, L2': operand 1 of cbr must be a value, got '1'"),
         (".kernel k\n.block b\n  x = mov 1\n", "k.txt line 3: expected a definition '%name:type', got 'x'"),
         (".kernel k\n.block b\n  %x:f32 = @%p\n", "k.txt line 3: expected an opcode after the guard"),
         (".kernel k\n.block b\n  %x:f32, %x:f32 = ld.global.v2 0\n", "k.txt line 3: a value is defined twice in one instruction"),

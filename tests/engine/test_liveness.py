@@ -108,7 +108,7 @@ def test_straight_line_graph_is_an_interval_graph_with_clique_number_maxlive(pro
 
 def test_live_at_names_the_values_counted_in_the_pressure_after_each_instruction():
     a = analyze(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %y:f32 = mov 2\n  %p:pred = setp.lt %x, %y\n"
-                      "  %z:f32 = add %x, %y\n  %w:u64 = mov 3\n  st.global %w, 0, %z\n  exit\n"))
+                      "  %z:f32 = add %x, %y\n  %w:u64 = mov 8\n  st.global %w, 0, %z\n  exit\n"))
     assert [a.live_at(i) for i in range(7)] == [["x"], ["x", "y"], ["x", "y"], ["z"], ["w", "z"], [], []]
     assert [len(a.live_at(i)) for i in range(7)] != a.pressure.tolist()  # pressure counts widths, live_at names
 

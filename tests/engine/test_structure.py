@@ -4,14 +4,27 @@ graphs, a tree that holds every block once in layout order and runs the blocks i
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ir import parse
-from engine.structure import (Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, loop_trips,
-                              print_structure, structure)
+from engine.errors import ParseError
+from engine.ir import Block, Imm, parse, replace_blocks
+from engine.structure import (
+    Break,
+    Code,
+    If,
+    Loop,
+    Return,
+    Seq,
+    StructureError,
+    adjust_trips,
+    loop_trips,
+    print_structure,
+    structure,
+)
 from tests.engine.strategies import programs
 
 CASES = {
@@ -69,8 +82,13 @@ def test_trips_are_read_and_replaced_on_the_back_edge_only():
     assert loop_trips(program) == {"l": 4}
     assert loop_trips(adjust_trips(program, {"l": 2})) == {"l": 2}
     assert adjust_trips(program, None) is program and adjust_trips(program, {"a": 9}) == program
+    with pytest.raises(ParseError, match="line 6: operand 2 of setp.lt: 'x1' is not an integer"):
+        parse(".kernel k\n" + text.replace("%i, 4", "%i, x1"))    # the parser refuses it first
+    head, loop, tail = program.blocks
+    bound = replace(loop.instructions[1], operands=(loop.instructions[1].operands[0], Imm("x1")))
+    built = replace_blocks(program, [head, Block("l", (loop.instructions[0], bound, loop.instructions[2])), tail])
     with pytest.raises(StructureError, match="block l: immediate 'x1' is not an integer"):
-        loop_trips(parse(".kernel k\n" + text.replace("%i, 4", "%i, x1")))
+        loop_trips(built)
 
 
 def _codes(node) -> list[int]:

@@ -157,7 +157,7 @@ def test_a_schedule_edit_is_proved_its_workloads_program_and_a_changed_operation
     assert moved.program != plan.program
     proof = prove_identity(moved.program, moved.spills, moved.workload, moved.options)
     assert proof.moved == 2 and proof.inputs >= 6 and "every true, anti, output and memory dependence kept" in proof.text
-    text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add %a_0_1, %b_1_1, %acc_0_1", 1)
+    text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add.f32 %a_0_1, %b_1_1, %acc_0_1", 1)
     assert text != str(plan.program)
-    with pytest.raises(VerificationError, match="is not gemm 4x4x4's program nor a reordering.*add %a_0_1"):
+    with pytest.raises(VerificationError, match="is not gemm 4x4x4's program nor a reordering.*add.f32 %a_0_1"):
         prove_identity(parse(text), {}, plan.workload, plan.options)
