@@ -274,17 +274,23 @@ def check_plan(plan: Plan, source: str = "<plan>") -> None:
 
 def read_text(path, error=PlanError) -> str:
     """A file's text, refused in one line when missing, unreadable, not a regular file or over
-    :data:`engine.limits.MAX_FILE_BYTES` (checked before reading, so /dev/zero or a 5 GB file costs nothing)."""
+    :data:`engine.limits.MAX_FILE_BYTES` (checked before reading, so /dev/zero or a 5 GB file costs nothing).
+
+    The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` before the first read: a plain open
+    of a named pipe waits for a writer forever, and a check by name before the open could be raced."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise error(f"{path}: not a regular file")
-            data = f.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise error(f"{path}: {_kind_of(mode)}")
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a file") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_FILE_BYTES:
@@ -293,6 +299,15 @@ def read_text(path, error=PlanError) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _kind_of(mode: int) -> str:
+    """Why a file that is not a regular one is refused, in words."""
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((text for test, text in kinds if test(mode)), "a special file") + ", not a regular file"
 
 
 def load_plan(path) -> Plan:

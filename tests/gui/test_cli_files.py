@@ -1,0 +1,85 @@
+"""Files a command reads or writes that are not what they seem: a named pipe for a plan or a program, a
+full disk under ``--out-dir``, a plan file whose JSON names a key twice or whose version is not the int 1.
+
+Each gets one line ``regtune: error: ...`` and exit 2, never a hang, a traceback or a half-written build.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gui.cli.main import main
+from tests.gui.hostile_cases import good_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Hung(Exception):
+    """The command under test did not return in time."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Raise :class:`Hung` in this thread after ``seconds`` (SIGALRM interrupts a blocking open of a FIFO), so a
+    hang fails the test instead of blocking the run."""
+    def hung(signum, frame):
+        raise Hung(f"no answer in {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("regtune: error: "), lines[:5]
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv", [["check"], ["analyze"], ["allocate", "--allocator", "dsatur", "--out", "p.json"]])
+def test_a_fifo_as_plan_or_program_is_refused_without_waiting(tmp_path, capsys, argv):
+    fifo = tmp_path / "plan.json"
+    os.mkfifo(fifo)
+    command, *flags = argv
+    with deadline(20):
+        start = time.perf_counter()
+        code = main([command, str(fifo), *[str(tmp_path / f) if f.endswith(".json") else f for f in flags]])
+    assert code == 2
+    assert one_error_line(capsys.readouterr().err) == f"regtune: error: {fifo}: a named pipe (FIFO), not a regular file"
+    assert time.perf_counter() - start < 5
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("command", ["check", "analyze"])
+def test_a_fifo_is_refused_by_the_installed_command(tmp_path, command):
+    """As a user runs it, in a process of its own: a hang is a timeout here, not a blocked test run."""
+    fifo = tmp_path / "program.txt"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "gui.entry", command, str(fifo)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert one_error_line(r.stderr).endswith(": a named pipe (FIFO), not a regular file")
+
+
+def test_a_device_and_a_folder_say_what_they_are(tmp_path, capsys):
+    assert main(["check", "/dev/null"]) == 2
+    assert one_error_line(capsys.readouterr().err) == "regtune: error: /dev/null: a character device, not a regular file"
+    assert main(["analyze", str(tmp_path)]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"regtune: error: {tmp_path}: is a directory, not a file"
+
+
+def test_a_regular_file_still_reads(tmp_path, capsys):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(good_plan()))
+    assert main(["check", str(path), "--time-limit", "20"]) == 0, capsys.readouterr().err
