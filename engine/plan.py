@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.errors import PlanError, RegtuneError
-from engine.fields import digits, exact_keys, excerpt, is_int
+from engine.fields import digits, exact_keys, excerpt, is_int, load_json
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
 from engine.spill import spill_slot
@@ -238,7 +238,7 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
         raise PlanError(f"{source}: a plan must be a JSON object, got {excerpt(data)}")
     if data.get("format") != FORMAT:
         raise PlanError(f"{source}: field 'format' must be {FORMAT!r}, got {excerpt(data.get('format'))}")
-    if data.get("version") != VERSION or isinstance(data.get("version"), bool):
+    if not (is_int(data.get("version")) and data["version"] == VERSION):    # not 1.0, not true
         raise PlanError(f"{source}: unsupported plan version {excerpt(data.get('version'))} (this RegTune reads {VERSION})")
     exact_keys(data, PLAN_FIELDS, source, required=("budget", "program", "assignment", "allocator"))
     budget = _field(data, "budget", int, source)
@@ -312,9 +312,4 @@ def _kind_of(mode: int) -> str:
 
 def load_plan(path) -> Plan:
     """Read and check a plan file (see module invariant)."""
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise PlanError(f"{path}: not valid JSON: {excerpt(str(exc), 80)[1:-1]}") from None
-    return plan_from_dict(data, str(path))
+    return plan_from_dict(load_json(read_text(path), str(path)), str(path))

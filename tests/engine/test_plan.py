@@ -51,6 +51,9 @@ def _good(plan):
     [
         (lambda d: d.update(format="other"), "field 'format' must be 'regtune-plan', got 'other'"),
         (lambda d: d.update(version=2), "unsupported plan version 2"),
+        (lambda d: d.update(version=1.0), "unsupported plan version 1.0 (this RegTune reads 1)"),
+        (lambda d: d.update(version="1"), "unsupported plan version '1'"),
+        (lambda d: d.update(version=True), "unsupported plan version true"),
         (lambda d: d.pop("budget"), "missing field 'budget'"),
         (lambda d: d.update(budget=True), "field 'budget' must be an integer, got true"),
         (lambda d: d.update(budget=0), "field 'budget' must be an integer in 1..255 (registers per thread), got 0"),
@@ -93,6 +96,26 @@ def test_missing_file_and_bad_json(tmp_path):
     (tmp_path / "t.json").write_text('{"format": ')
     with pytest.raises(RegtuneError, match=r"t.json: not valid JSON: Expecting value: line 1 column 12"):
         load_plan(tmp_path / "t.json")
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ('"budget": ', '"budget": 255, "budget": ', "budget"),
+    ('"a_0_0": [', '"a_0_0": [5], "a_0_0": [', "assignment.a_0_0"),
+    ('"kind": "gemm"', '"kind": "mha", "kind": "gemm"', "workload.kind"),
+])
+def test_a_key_twice_is_named_by_its_path(tmp_path, plan, old, new, key):
+    """JSON readers keep the last of two equal keys; a plan file that names one twice is refused instead."""
+    data = _good(plan)
+    data["workload"] = {"kind": "gemm", "m": 2, "n": 2, "k": 2, "dtype": "f32"}
+    text = json.dumps(data)
+    assert old in text
+    path = tmp_path / "twice.json"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(RegtuneError) as err:
+        load_plan(path)
+    assert str(err.value) == f"{path}: duplicate key {key!r} (each key may appear once in a JSON object)"
+    path.write_text(text)
+    assert load_plan(path).assignment == plan.assignment       # the same text with each key once loads
 
 
 def _mutations(data: dict):

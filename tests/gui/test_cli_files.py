@@ -83,3 +83,34 @@ def test_a_regular_file_still_reads(tmp_path, capsys):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(good_plan()))
     assert main(["check", str(path), "--time-limit", "20"]) == 0, capsys.readouterr().err
+
+
+def test_a_key_twice_in_a_plan_is_one_line_naming_it(tmp_path, capsys):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(good_plan()).replace('"acc_0_1": [', '"acc_0_1": [9], "acc_0_1": [', 1))
+    assert main(["check", str(path)]) == 2
+    assert one_error_line(capsys.readouterr().err) == (
+        f"regtune: error: {path}: duplicate key 'assignment.acc_0_1' (each key may appear once in a JSON object)")
+
+
+@pytest.mark.parametrize("version", ["1.0", "1e0", "true", '"1"'])
+def test_only_the_integer_1_is_plan_version_1(tmp_path, capsys, version):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(good_plan()).replace('"version": 1,', f'"version": {version},', 1))
+    assert main(["check", str(path)]) == 2
+    assert "unsupported plan version" in one_error_line(capsys.readouterr().err)
+
+
+def test_a_key_twice_in_a_session_file_is_named(tmp_path):
+    from engine.errors import RegtuneError
+    from engine.plan import plan_from_dict
+    from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
+
+    session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan_from_dict(good_plan())}, "naive", [])
+    path = save_session(session, tmp_path / "autosave.json")
+    text = path.read_text()
+    assert '"budget": ' in text
+    path.write_text(text.replace('"budget": ', '"budget": 3, "budget": ', 1))
+    with pytest.raises(RegtuneError) as err:
+        load_session(path)
+    assert str(err.value) == (f"{path}: duplicate key 'options.budget' (each key may appear once in a JSON object)")
