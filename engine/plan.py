@@ -4,7 +4,10 @@ Invariant: a :class:`Plan` is immutable; :func:`load_plan` returns only
 plans whose file is well formed and whose assignment passes
 :func:`engine.verify.static_conflicts`, and otherwise raises a one-line
 :class:`PlanError` naming the file, the field or value, the instruction and
-the register at fault. Writes are atomic (temporary file, then rename).
+the register at fault. Writes are atomic (temporary file, then rename), and
+several files written together appear all together or not at all
+(:func:`write_files_atomic`); a failed write (a full disk) is a one-line
+:class:`engine.errors.WriteError` and leaves the files as they were.
 
 Examples
 --------
@@ -21,11 +24,12 @@ import glob
 import json
 import os
 import secrets
+import shutil
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from engine.errors import PlanError, RegtuneError
+from engine.errors import PlanError, RegtuneError, WriteError
 from engine.fields import digits, exact_keys, excerpt, is_int, load_json
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
@@ -101,24 +105,108 @@ def write_text_atomic(path, text: str) -> Path:
     The file gets the mode a plain ``open(path, "w")`` would give (0666 less
     the umask: plans are meant to be shared). The temporary file's name holds
     the writer's process id, so a write that was killed halfway leaves a
-    file the next write to the same path removes.
+    file the next write to the same path removes. A write that fails (a full
+    disk) raises a one-line :class:`WriteError` and leaves ``path`` as it was.
     """
     path = Path(path)
-    folder = path.parent
     _remove_stale_temporaries(path)
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    try:
+        _write_new(tmp, text, path)
+        _rename(tmp, path)
+    except WriteError as exc:
+        raise WriteError(f"{exc} (nothing was written)") from None
+    finally:
+        _remove(tmp)
+    return path
+
+
+def write_files_atomic(folder, files: dict) -> list[Path]:
+    """Write the files ``files`` (name -> text) into ``folder`` all together or not at all.
+
+    Every file is first written in full and fsynced into a staging folder
+    inside ``folder``, so a full disk or any other write error strikes before
+    a file of ``folder`` is touched; then each is renamed into place, which
+    needs no space. If a rename still fails, the files already renamed are
+    removed again: ``folder`` ends up with all of them or none of them (an
+    earlier file of the same name is kept unless a rename replaced it). A
+    failure is one :class:`WriteError` line; the staging folder is removed in
+    every case, and one left by a killed writer goes with the next write.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> [p.name for p in write_files_atomic(folder, {"a.txt": "a", "b.txt": "b"})]
+    ['a.txt', 'b.txt']
+    >>> sorted(p.name for p in folder.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    folder = Path(folder)
+    _remove_stale_temporaries(folder / "regtune-files")
+    stage = folder / f".regtune-files.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    placed: list[Path] = []
+    try:
+        _make_folder(stage)
+        for name, text in files.items():
+            _write_new(stage / name, text, folder / name)
+        for name in files:
+            _rename(stage / name, folder / name)
+            placed.append(folder / name)
+    except BaseException as exc:
+        for path in placed:
+            _remove(path)
+        if isinstance(exc, WriteError):
+            raise WriteError(f"{exc} (none of the {len(files)} files was kept: they are written all together "
+                             "or not at all)") from None
+        raise
+    finally:
+        _remove(stage)
+    return placed
+
+
+def _write_new(tmp: Path, text: str, shown: Path) -> None:
+    """Create ``tmp`` (it must not exist), write ``text`` and fsync; an OSError becomes a WriteError naming
+    ``shown``, the file the caller is writing."""
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # the umask applies, as for open()
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+    except OSError as exc:
+        raise _write_error(shown, exc) from None
+
+
+def _rename(tmp: Path, path: Path) -> None:
+    try:
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        os.mkdir(path, 0o700)
+    except OSError as exc:
+        raise _write_error(path.parent, exc) from None
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    """``path: cannot write: no space left on device`` (the system's reason, in lower case)."""
+    reason = exc.strerror or str(exc)
+    return WriteError(f"{path}: cannot write: {reason[:1].lower()}{reason[1:]}")
+
+
+def _remove(path: Path) -> None:
+    """Remove a temporary file or staging folder if it is there (quietly: it is litter, not data)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def check_writable(path, what: str = "output file") -> Path:
@@ -144,7 +232,7 @@ def check_writable(path, what: str = "output file") -> Path:
 
 
 def _remove_stale_temporaries(path: Path) -> None:
-    """Temporary files of earlier writes to ``path`` whose writer process is gone."""
+    """Temporary files (and staging folders) of earlier writes to ``path`` whose writer process is gone."""
     try:
         candidates = list(path.parent.glob(f".{glob.escape(path.name)}.*{TMP_SUFFIX}"))
     except OSError:
@@ -152,10 +240,7 @@ def _remove_stale_temporaries(path: Path) -> None:
     for tmp in candidates:
         pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
         if digits(pid) and not _alive(int(pid)):
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            _remove(tmp)
 
 
 def _alive(pid: int) -> bool:

@@ -230,3 +230,32 @@ def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
     alive.write_text("half")
     write_text_atomic(path, "whole")
     assert not dead.exists() and alive.exists() and path.read_text() == "whole"
+
+
+def test_files_written_together_appear_together_and_leave_no_staging(tmp_path):
+    from engine.plan import write_files_atomic
+
+    stale = tmp_path / ".regtune-files.999999999.0000.regtune-tmp"     # a killed writer's (no such process)
+    stale.mkdir()
+    (stale / "a.txt").write_text("half")
+    (tmp_path / "a.txt").write_text("old")
+    paths = write_files_atomic(tmp_path, {"a.txt": "new a", "b.txt": "new b"})
+    assert paths == [tmp_path / "a.txt", tmp_path / "b.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+    assert (tmp_path / "a.txt").read_text() == "new a" and (tmp_path / "b.txt").read_text() == "new b"
+
+
+def test_a_failed_rename_takes_back_the_files_already_placed(tmp_path):
+    """The last rename fails (its target is a folder that is not empty): the first file, already renamed into
+    place, is removed again, so the folder holds none of the write's files and no staging folder."""
+    from engine.errors import WriteError
+    from engine.plan import write_files_atomic
+
+    (tmp_path / "b.txt").mkdir()
+    (tmp_path / "b.txt" / "keep").write_text("x")
+    with pytest.raises(WriteError) as err:
+        write_files_atomic(tmp_path, {"a.txt": "a", "b.txt": "b"})
+    assert str(err.value) == (f"{tmp_path / 'b.txt'}: cannot write: is a directory (none of the 2 files was kept: "
+                              "they are written all together or not at all)")
+    assert os.listdir(tmp_path) == ["b.txt"] and os.listdir(tmp_path / "b.txt") == ["keep"]
+    assert isinstance(err.value, OSError) and isinstance(err.value, RegtuneError)

@@ -7,6 +7,7 @@ Each gets one line ``regtune: error: ...`` and exit 2, never a hang, a traceback
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -114,3 +115,62 @@ def test_a_key_twice_in_a_session_file_is_named(tmp_path):
     with pytest.raises(RegtuneError) as err:
         load_session(path)
     assert str(err.value) == (f"{path}: duplicate key 'options.budget' (each key may appear once in a JSON object)")
+
+
+def on_small_tmpfs(folder: Path, kib: int, script: str, *args) -> subprocess.CompletedProcess:
+    """Run the shell ``script`` with ``folder`` mounted as a real tmpfs of ``kib`` KiB: a disk that fills up. The
+    mount lives in a user and mount namespace of the script's own (``unshare``), so it needs no root and vanishes
+    with the script; ``$0`` is ``folder``, ``$1`` the Python running the tests, then ``args``."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare here to mount a small tmpfs")
+    mount = f'mount -t tmpfs -o size={kib}k tmpfs "$0" || exit 99\n'
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount + script, str(folder),
+                        sys.executable, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    if r.returncode == 99:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace here: {r.stderr.strip()[:200]}")
+    return r
+
+
+BUILD = '"$1" -m gui.entry build "$2" --out-dir "$0" --arch sm_80 --no-simulate'
+
+
+@pytest.mark.slow
+def test_a_full_disk_under_out_dir_is_one_line_and_leaves_no_half_build(tmp_path):
+    """A real full disk (a tmpfs of 24 KiB, not an injected error): the build's files (about 44 KiB on it) do not
+    fit. The build says so in one line, exits 2 and leaves the folder as it was, an earlier file of the same name
+    untouched; on a disk with room the same build writes all four files and nothing else."""
+    plan, report, out = tmp_path / "plan.json", tmp_path / "report", tmp_path / "out"
+    out.mkdir()
+    report.mkdir()
+    assert main(["allocate", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocator", "dsatur", "--no-verify",
+                 "--out", str(plan)]) == 0
+    r = on_small_tmpfs(out, 24, f"""echo old > "$0/dsatur-plan.py"
+{BUILD} 2> "$3/err"; echo $? > "$3/status"; ls -A "$0" > "$3/full"; cat "$0/dsatur-plan.py" > "$3/old"
+umount "$0" && mount -t tmpfs -o size=1m tmpfs "$0" && {BUILD} > /dev/null 2>&1; echo $? >> "$3/status"
+ls -A "$0" > "$3/room"
+""", plan, report)
+    assert r.returncode == 0, r.stderr[-2000:]
+    err = [line for line in (report / "err").read_text().splitlines() if not line.startswith("regtune build: ")]
+    assert (report / "status").read_text().split() == ["2", "0"]
+    assert len(err) == 1 and err[0].startswith(f"regtune: error: {out}/dsatur-plan."), err
+    assert ": cannot write: no space left on device (none of the 4 files was kept" in err[0]
+    assert (report / "full").read_text().split() == ["dsatur-plan.py"]
+    assert (report / "old").read_text() == "old\n"
+    assert sorted((report / "room").read_text().split()) == [
+        "dsatur-plan.ptx", "dsatur-plan.py", "dsatur-plan.report.json", "dsatur-plan.sm_80.sass"]
+
+
+def test_a_full_disk_under_out_is_one_line_and_writes_nothing(tmp_path):
+    """``allocate --out`` onto a real full tmpfs (4 KiB, the plan needs more): one line, exit 2, no file."""
+    report = tmp_path / "report"
+    report.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    r = on_small_tmpfs(out, 4, """"$1" -m gui.entry allocate gemm --m 4 --n 4 --k 4 --allocator dsatur --no-verify \
+--out "$0/plan.json" 2> "$2/err"; echo $? > "$2/status"; ls -A "$0" > "$2/listing"
+""", report)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (report / "status").read_text() == "2\n"
+    assert (report / "err").read_text() == (f"regtune: error: {out}/plan.json: cannot write: no space left on device "
+                                             "(nothing was written)\n")
+    assert (report / "listing").read_text() == ""
