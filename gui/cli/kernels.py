@@ -22,7 +22,7 @@ from engine.arch import (
 from engine.errors import RegtuneError
 from engine.ilp import plan_ilp
 from engine.limits import CHECK_SECONDS
-from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
+from engine.plan import MAX_REGISTERS, check_writable, write_files_atomic
 from engine.predict import planned_and_run
 from gui.cli.compare_output import FORMATS
 
@@ -139,9 +139,8 @@ def cmd_build(args) -> int:
         m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills)
     report = m.to_dict()
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
-    for name, text in zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
-                                  json.dumps(report, indent=1) + "\n"]):
-        write_text_atomic(out / name, text)
+    write_files_atomic(out, dict(zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
+                                             json.dumps(report, indent=1) + "\n"])))   # all of them or none
     if args.json:
         print(json.dumps(report, indent=1))
         return _failed_checks([(stem, m)], args)
