@@ -98,7 +98,7 @@ def test_a_move_across_a_true_dependence_is_refused_naming_it():
         _prove_text(plan, text)
 
 
-MEMORY = parse(".kernel k\n.block b\n  %p:u64 = param A\n  %q:u64 = param B\n  %v:f32 = mov 1\n  %w:u64 = mov 2\n"
+MEMORY = parse(".kernel k\n.block b\n  %p:u64 = param A\n  %q:u64 = param B\n  %v:f32 = mov 1\n  %w:u64 = mov 8\n"
                "  %x:f32 = ld.global %p, 0\n  st.global %p, 0, %v\n  st.global %p, 8, %w\n  %y:f32 = ld.global %p, 12\n"
                "  %z:f32 = ld.global %q, 0\n  %u:f32 = ld.global %p, 4\n  exit\n")
 
