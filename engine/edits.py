@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.interp import immediate
-from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.dependence import dependence, widths_of
+from engine.ir import Block, Program, replace_blocks
 from engine.limits import MAX_SPILL_SLOT
 from engine.liveness import Analysis, analyze
 from engine.plan import Plan
@@ -212,44 +212,6 @@ def apply_edit(plan: Plan, edit, analysis: Analysis | None = None) -> EditResult
     return _APPLY[type(edit)](plan, edit, analysis)
 
 
-def _memory(ins: Instruction):
-    base, _, space = ins.opcode.partition(".")
-    if base not in ("ld", "st"):
-        return None
-    space = space.split(".")[0]
-    address = ins.operands[:-1] if base == "st" else ins.operands
-    size = 4 * max(1, sum(d.width for d in ins.defs)) if base == "ld" else 4
-    return base, space, address, size
-
-
-def _may_alias(x, y) -> bool:
-    if x[1] != y[1] or (x[0] == "ld" and y[0] == "ld"):
-        return False
-    bases_x = [op for op in x[2] if isinstance(op, Use)]
-    bases_y = [op for op in y[2] if isinstance(op, Use)]
-    if bases_x != bases_y:
-        return True
-    off_x = sum(immediate(op.text) for op in x[2] if isinstance(op, Imm))
-    off_y = sum(immediate(op.text) for op in y[2] if isinstance(op, Imm))
-    return off_x < off_y + y[3] and off_y < off_x + x[3]
-
-
-def dependence(x: Instruction, y: Instruction) -> str | None:
-    """Why ``x`` and ``y`` may not trade places, or None if they may."""
-    if x.is_terminator or y.is_terminator:
-        return f"'{(x if x.is_terminator else y).opcode}' must stay last in its block"
-    xd, yd = {d.name for d in x.defs}, {d.name for d in y.defs}
-    for names, text in ((xd & set(y.uses), "it defines %{}, which that instruction reads"),
-                        (yd & set(x.uses), "it reads %{}, which that instruction defines"),
-                        (xd & yd, "both define %{}")):
-        if names:
-            return text.format(sorted(names)[0])
-    mx, my = _memory(x), _memory(y)
-    if mx and my and _may_alias(mx, my):
-        return f"a {mx[0]}.{mx[1]} and a {my[0]}.{my[1]} may touch the same memory"
-    return None
-
-
 def move_problem(program: Program, index: int, to: int) -> str | None:
     """Why instruction ``index`` cannot move to position ``to``, or None."""
     n = len(program.instructions)
@@ -260,8 +222,9 @@ def move_problem(program: Program, index: int, to: int) -> str | None:
         return f"instruction {index} can move only within block {program.blocks[b].name!r}"
     ins = program.instructions[index]
     passed = range(index - 1, to - 1, -1) if to < index else range(index + 1, to + 1)
+    widths = widths_of(program)
     for k in passed:
-        why = dependence(ins, program.instructions[k])
+        why = dependence(ins, program.instructions[k], widths)
         if why:
             side = "before" if to < index else "after"
             return f"cannot move instruction {index} ({ins}) {side} instruction {k} ({program.instructions[k]}): {why}"

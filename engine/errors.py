@@ -32,3 +32,8 @@ class InterpreterError(RegtuneError):
 
 class TimeLimitError(InterpreterError):
     """A run went past its time limit (the execution check of a plan that runs too long)."""
+
+
+class WriteError(RegtuneError, OSError):
+    """A file could not be written (a full disk, a read-only folder); what was there is as it was. Also an
+    OSError, so a caller that can do without the file (the build cache, the autosave) keeps catching it."""

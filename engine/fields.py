@@ -96,3 +96,73 @@ def text(data: dict, key: str, where: str, limit: int = 4096) -> str:
         raise PlanError(f"{where}: field {key!r} must be a printable string of at most {limit} characters, "
                         f"got {excerpt(value)}")
     return value
+
+
+class _Repeated(dict):
+    """A JSON object that names a key twice, or holds one that does: ``where`` is the first such key's path."""
+
+    where = ""
+
+
+def _repeated_in(value) -> str | None:
+    """The path below ``value`` of the first repeated key it holds (None: none)."""
+    if type(value) is _Repeated:
+        return value.where
+    if type(value) is list:
+        for i, item in enumerate(value):
+            inner = _repeated_in(item)
+            if inner is not None:
+                return f"[{i}]" + inner
+    return None
+
+
+def _first_repeat(pairs: list) -> str:
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise AssertionError("no key repeats")
+
+
+def _object(pairs: list) -> dict:
+    """``json.loads``'s object hook: a dict, marked (:class:`_Repeated`) when a key repeats in it or below it."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        where = f".{_first_repeat(pairs)}"
+    else:
+        where = next((f".{k}{inner}" for k, v in pairs if (inner := _repeated_in(v)) is not None), None)
+    if where is None:
+        return obj
+    marked = _Repeated(obj)
+    marked.where = where
+    return marked
+
+
+def load_json(text: str, where: str):
+    """Parse the JSON text of a file someone else wrote: a one-line :class:`PlanError` when it is not JSON or when
+    an object names a key twice (JSON readers keep the last and would drop the first silently), naming the key by
+    its path from the top (``assignment.acc_0_0``).
+
+    Examples
+    --------
+    >>> load_json('{"a": {"b": [1, {"c": 2}]}}', "p.json")
+    {'a': {'b': [1, {'c': 2}]}}
+    >>> load_json('{"assignment": {"x": [0], "x": [1]}}', "p.json")
+    Traceback (most recent call last):
+    ...
+    engine.errors.PlanError: p.json: duplicate key 'assignment.x' (each key may appear once in a JSON object)
+    >>> load_json('{"plans": [{}, {"k": 1, "k": 1}]}', "s.json")
+    Traceback (most recent call last):
+    ...
+    engine.errors.PlanError: s.json: duplicate key 'plans[1].k' (each key may appear once in a JSON object)
+    """
+    try:
+        data = json.loads(text, object_pairs_hook=_object)
+    except (ValueError, RecursionError) as exc:
+        raise PlanError(f"{where}: not valid JSON: {excerpt(str(exc), 80)[1:-1]}") from None
+    repeated = _repeated_in(data)
+    if repeated is not None:
+        raise PlanError(f"{where}: duplicate key {excerpt(repeated.lstrip('.'), 80)} "
+                        "(each key may appear once in a JSON object)")
+    return data

@@ -7,7 +7,8 @@ registers, spill code or not) sees the same inputs; and the value lies in
 the range the model names for it, else in the generic default of its kind:
 
 - a 64-bit (``u64``) parameter is a pointer: the k-th such parameter of a
-  program (k = 0, 1, ... in order of first appearance) gets the base
+  program (k = 0, 1, ... in the order of the parameters' names, so a program
+  reordered within its dependences draws the same inputs) gets the base
   ``(k + 1) << 40`` plus a seed-dependent offset, a multiple of 256 below
   2**32, so buffers are distinct, 256-byte aligned and 1 TiB apart;
 - any other parameter is a small size, 1..1024;
@@ -19,6 +20,12 @@ the range the model names for it, else in the generic default of its kind:
 A workload knows its inputs best and names their ranges (GEMM: its batch,
 grid and ``beta``; MHA: its grid) through :func:`engine.workloads.input_model`;
 a program read from an IR file gets :data:`GENERIC`.
+
+A model may also name *cases*: inputs chosen, not drawn, to take each of the
+workload's guards both ways at its edge (GEMM: the first thread past the
+batch's end, the last matrix inside it, ``beta`` zero and not). Case k is
+run as seed ``-(k + 1)`` (:attr:`InputModel.case_seeds`); the inputs it names
+take exactly its values, every other input is drawn as for any seed.
 
 Examples
 --------
@@ -83,14 +90,29 @@ class InputModel:
     """
 
     ranges: tuple[tuple[str, int, int], ...] = ()
+    #: (what the case is, ((input, value), ...)) for each chosen input
+    cases: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     @classmethod
-    def of(cls, ranges: Mapping[str, tuple[int, int]]) -> "InputModel":
-        """A model from ``name -> (lo, hi)``, each range checked (lo <= hi, both within 64 bits)."""
+    def of(cls, ranges: Mapping[str, tuple[int, int]], cases: Mapping[str, Mapping[str, int]] | None = None
+           ) -> "InputModel":
+        """A model from ``name -> (lo, hi)``, each range checked (lo <= hi, both within 64 bits), and the
+        cases ``description -> {name: value}`` in the order given."""
         for name, (lo, hi) in sorted(ranges.items()):
             if not 0 <= lo <= hi <= MASK64:
                 raise RegtuneError(f"input {name}: range {lo}..{hi} is empty or outside 0..2**64-1")
-        return cls(tuple((name, int(lo), int(hi)) for name, (lo, hi) in sorted(ranges.items())))
+        chosen = tuple((what, tuple(sorted((n, int(v) & MASK64) for n, v in values.items())))
+                       for what, values in (cases or {}).items())
+        return cls(tuple((name, int(lo), int(hi)) for name, (lo, hi) in sorted(ranges.items())), chosen)
+
+    @property
+    def case_seeds(self) -> tuple[int, ...]:
+        """The seeds the cases run as: -1, -2, ..."""
+        return tuple(-(k + 1) for k in range(len(self.cases)))
+
+    def describe(self, seed: int) -> str:
+        """A seed in words: ``seed 3``, or a case's own description."""
+        return self.cases[-seed - 1][0] if seed < 0 else f"seed {seed}"
 
     def range_of(self, item: Input) -> tuple[int, int] | None:
         """The inclusive range ``item`` is drawn from; None for a pointer or an unconstrained register."""
@@ -103,6 +125,10 @@ class InputModel:
 
     def value(self, item: Input, seed: int) -> int:
         """The value of ``item`` on ``seed`` (see the module's invariant)."""
+        if seed < 0:
+            for name, value in self.cases[-seed - 1][1]:
+                if name == item.name:
+                    return value
         word = _word(seed, item.name)
         bounds = self.range_of(item)
         if bounds is not None:

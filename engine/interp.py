@@ -93,7 +93,8 @@ def immediate(text: str) -> int:
 
 @dataclass
 class Trace:
-    """What a run did: its stores, step count and executions per instruction.
+    """What a run did: its stores, step count, executions per instruction and the ways its conditional
+    branches went (``taken``: (instruction, condition) pairs; a ``cbr`` whose guard was false is not there).
 
     ``state`` is set only by a run given ``stop_after``: its register words
     (keyed by ``name#k`` or register number) and memory cells written or
@@ -104,6 +105,7 @@ class Trace:
     steps: int = 0
     executed: list[int] = field(default_factory=list)
     state: tuple[dict, dict] | None = None
+    taken: frozenset = frozenset()
 
 
 _FIXED = {
@@ -207,7 +209,14 @@ def _decode(program: Program, keys: dict) -> tuple[list[tuple], dict, tuple]:
         entry = _spill_entry(ins, keys, guard) if ins.opcode in _SPILL_OPCODES else None
         name = input_of(ins) if entry is None else None
         code.append(entry or state.entry(ins, guard, (state.input(ins, name),) if name else None))
-    return code, state.constants, tuple(state.inputs.values())
+    return code, state.constants, pointers_by_name(state.inputs)
+
+
+def pointers_by_name(inputs: dict) -> tuple[Input, ...]:
+    """The inputs with the pointers numbered in the order of their names, not of the instructions that read
+    them: a program reordered within its dependences draws the same inputs."""
+    rank = {n: k for k, n in enumerate(sorted(n for n, i in inputs.items() if i.pointer is not None))}
+    return tuple(Input(i.name, rank[i.name]) if i.pointer is not None else i for i in inputs.values())
 
 
 _SPILL_OPCODES = frozenset({"ld.local", "st.local"})
@@ -345,6 +354,7 @@ class _Run:
         self.program, self.max_steps, self.deadline, self.stop_after = program, max_steps, deadline, stop_after
         self.code, constants, inputs = prepared
         self.traces = [Trace(executed=[0] * len(self.code)) for _ in seeds]
+        self.taken: set = set()
         self.lanes = [({**_initial_env(seed, registers), **constants, **_input_env(inputs, model, seed)}, {}, seed,
                        trace.stores) for seed, trace in zip(seeds, self.traces)]
 
@@ -354,8 +364,9 @@ class _Run:
             steps = self._loop(executed)
         except _Stopped:
             steps = self.stop_after
+        taken = frozenset(self.taken)
         for trace, (env, memory, _, _) in zip(self.traces, self.lanes):
-            trace.steps, trace.executed = steps, executed
+            trace.steps, trace.executed, trace.taken = steps, executed, taken
             if self.stop_after is not None:
                 trace.state = ({k: v for k, v in env.items() if not str(k).startswith(("#", "$"))}, dict(memory))
         return self.traces
@@ -437,7 +448,9 @@ class _Run:
             if guard is not None and bool(env[guard]) == negated:
                 targets.add(pc + 1)
             elif kind == CBRANCH:
-                targets.add(extra[0] if env[reads[0]] else extra[1])
+                condition = bool(env[reads[0]])
+                self.taken.add((pc, condition))
+                targets.add(extra[0] if condition else extra[1])
             else:
                 targets.add(len(self.code) if kind == EXIT else extra)
         if len(targets) > 1:

@@ -16,7 +16,7 @@ dividend), ``setp.<cmp>`` is a signed comparison, ``shfl`` returns its first
 operand and any other opcode is a mixing hash of its opcode, result number
 and operands; ``param NAME`` and an operand-less ``sreg.X`` read the input
 ``NAME`` or ``%X`` the run's :class:`engine.inputs.InputModel` draws for the
-seed (the k-th 64-bit parameter is pointer k; further results hash the
+seed (the 64-bit parameters are pointers 0, 1, ... by name; further results hash the
 first); a load or store address is the sum of its operands (a store's last
 operand is the value).
 
@@ -91,14 +91,16 @@ def input_name(ins: Instruction) -> str | None:
 
 
 def program_inputs(program: Program) -> dict[str, Input]:
-    """Every input the program reads, by name, in program order; the k-th 64-bit parameter is pointer k."""
+    """Every input the program reads, by name, in program order; the 64-bit parameters are pointers 0, 1, ...
+    in the order of their names."""
     inputs: dict[str, Input] = {}
     for ins in program.instructions:
         name = input_name(ins)
         if name is not None and name not in inputs:
             pointer = ins.opcode == "param" and len(ins.defs) == 1 and ins.defs[0].type == "u64"
-            inputs[name] = Input(name, sum(i.pointer is not None for i in inputs.values()) if pointer else None)
-    return inputs
+            inputs[name] = Input(name, 0 if pointer else None)
+    pointers = sorted(name for name, i in inputs.items() if i.pointer is not None)
+    return {name: Input(name, pointers.index(name)) if i.pointer is not None else i for name, i in inputs.items()}
 
 
 def compute(ins: Instruction, ops: list[int], k: int, seed: int, value: int | None = None) -> int:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.dependence import moved_instructions, reordering_problem
 from engine.errors import TimeLimitError, VerificationError
 from engine.inputs import GENERIC, InputModel
 from engine.interp import Trace, decode, run, run_together
@@ -41,7 +42,7 @@ from engine.ir import Program, successors
 from engine.interference import overlapping_pairs
 from engine.limits import CHECK_SECONDS
 from engine.liveness import Analysis, analyze
-from engine.spill import SpillCode, remove_spill_code, spill_code_of
+from engine.spill import SpillCode, remove_spill_code, spill_code_of, spill_slot
 
 
 @dataclass(frozen=True, order=True)
@@ -131,14 +132,43 @@ def _overlap(analysis: Analysis, pair, instruction: int, reg: int) -> Conflict:
 
 
 def _slot_conflicts(program: Program, spills: dict, code: SpillCode | None) -> list[Conflict]:
+    """The spill map against the spill code: every spilled value stored to its own slot, every load or
+    store of a spilled value's slot that value's spill code, every reload of a value named in the map."""
+    code = code if code is not None else spill_code_of(program, spills)
+    instructions = program.instructions
+    copies = set(code.origin.values())
+    stored = {code.origin.get(n, n) for n in (instructions[i].operands[1].name for i in code.stores)}
     out, seen = [], {}
-    copies = set((code if code is not None else spill_code_of(program, spills)).origin.values())
     for name, slot in sorted(spills.items()):
         if name not in program.values and name not in copies:
             out.append(Conflict(-1, "spill", (name,), None, f"spill slot {slot} is for %{name}, which the program never defines"))
         elif slot in seen:
             out.append(Conflict(-1, "slot", (seen[slot], name), None, f"%{seen[slot]} and %{name} are both spilled to slot {slot}"))
+        elif name not in stored:
+            out.append(Conflict(-1, "spill", (name,), None,
+                                f"%{name} is spilled to slot {slot} in 'spills', but no st.local stores it there"))
         seen.setdefault(slot, name)
+    return out + _stray_spill_code(program, spills, code)
+
+
+def _stray_spill_code(program: Program, spills: dict, code: SpillCode) -> list[Conflict]:
+    """Local loads and stores that look like spill code but are not the map's: on a spilled value's slot
+    without being its code, or reloading a value (``%v.rK``) the map does not spill."""
+    owner = {slot: name for name, slot in sorted(spills.items(), reverse=True)}
+    ours, out = code.indices, []
+    for i, ins in enumerate(program.instructions):
+        if ins.opcode not in ("ld.local", "st.local") or i in ours:
+            continue
+        slot = spill_slot(ins)
+        if slot in owner:
+            v = owner[slot]
+            out.append(Conflict(i, "spill", (v,), None,
+                                f"instruction {i} ({ins}) uses slot {slot}, the spill slot of %{v}, but is not %{v}'s spill code"))
+        elif ins.opcode == "ld.local" and len(ins.defs) == 1:
+            base, dot, suffix = ins.defs[0].name.rpartition(".")
+            if dot and suffix[:1] == "r" and suffix[1:].isdigit() and base in program.values and base not in spills:
+                out.append(Conflict(i, "spill", (base,), None,
+                                    f"instruction {i} ({ins}) reloads %{base}, which 'spills' does not name"))
     return out
 
 
@@ -163,7 +193,8 @@ CANDIDATES = 32
 
 @dataclass(frozen=True)
 class ExecutionCheck:
-    """What an execution check ran: its seeds, the stores it compared and the instructions it reached.
+    """What an execution check ran: its seeds, the stores it compared, the instructions it reached and the
+    ways its conditional branches went. It samples: it says what ran, never that it proved anything.
 
     Examples
     --------
@@ -171,6 +202,8 @@ class ExecutionCheck:
     >>> check.covered, check.verified
     (True, True)
     >>> ExecutionCheck((0, 1, 2, 5), 0, 13, 63, 13).verified
+    False
+    >>> ExecutionCheck((0, 1, -1), 4, 5, 5, None, branches=2, both_ways=1, first_one_way=3).branches_covered
     False
     """
 
@@ -180,11 +213,25 @@ class ExecutionCheck:
     instructions: int
     #: the first instruction no seed reached (None at full coverage)
     first_missed: int | None
+    #: conditional branches reached, those taken both ways, and the first taken one way only (None: none)
+    branches: int = 0
+    both_ways: int = 0
+    first_one_way: int | None = None
 
     @property
     def covered(self) -> bool:
         """Every instruction of the program ran on at least one seed."""
         return self.executed == self.instructions
+
+    @property
+    def branches_covered(self) -> bool:
+        """Every conditional branch reached went both ways on some seeds."""
+        return self.both_ways == self.branches
+
+    @property
+    def cases(self) -> int:
+        """How many of the seeds are chosen inputs (a workload's cases, negative seeds)."""
+        return sum(seed < 0 for seed in self.seeds)
 
     @property
     def verified(self) -> bool:
@@ -229,16 +276,23 @@ def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max
                                                      runs))
 
 
+def _branch_ways(program: Program, reachable: list[int]) -> set:
+    """(instruction, condition) for both ways of every reachable conditional branch with two targets."""
+    return {(i, way) for i in reachable for way in (True, False)
+            if program.instructions[i].opcode == "cbr" and len(set(program.instructions[i].targets)) == 2}
+
+
 def _search(program: Program, model: InputModel, seeds: tuple, max_steps: int, deadline,
             candidates: int, runs: ReferenceRuns) -> tuple[int, ...]:
-    missing = set(_reachable(program))
+    reachable = _reachable(program)
+    missing = set(reachable) | _branch_ways(program, reachable)
     chosen = []
     runs.traces(program, seeds, model, max_steps, deadline)   # the given seeds at once
     for seed in dict.fromkeys((*seeds, *range(candidates))):
         if not missing and len(chosen) >= len(seeds):
             break
-        executed = runs.trace(program, seed, model, max_steps, deadline).executed
-        found = {i for i in missing if executed[i]}
+        trace = runs.trace(program, seed, model, max_steps, deadline)
+        found = {i for i in missing if type(i) is int and trace.executed[i]} | (missing & trace.taken)
         if seed in seeds or found:
             chosen.append(seed)
             missing -= found
@@ -280,8 +334,10 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     without spill code when the caller has it (an allocation's), is the
     object they are kept under (else it is recovered by removing the spill code).
 
-    The seeds are ``seeds`` and those :func:`choose_seeds` adds for
-    coverage from ``candidates`` (0: none). Seeds that take one path run in
+    The seeds are ``seeds``, the model's cases (its chosen inputs at the
+    edges of the workload's guards) and those :func:`choose_seeds` adds
+    from ``candidates`` (0: none) until every instruction ran and every
+    conditional branch went both ways. Seeds that take one path run in
     lockstep through each program (see :func:`engine.interp.run_together`),
     one by one otherwise.
 
@@ -297,7 +353,7 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     runs = runs if runs is not None else ReferenceRuns()
     original = original if original is not None else remove_spill_code(program, spills)
     try:
-        chosen = choose_seeds(original, model, seeds, max_steps, deadline, candidates, runs)
+        chosen = choose_seeds(original, model, (*seeds, *model.case_seeds), max_steps, deadline, candidates, runs)
         want = runs.traces(original, chosen, model, max_steps, deadline)
         got = {}
         for group in _paths(want):
@@ -306,19 +362,25 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
                        ((seed, run(program, seed, assignment, max_steps, deadline, model)) for seed in group))
         for seed in chosen:
             if got[seed].stores != want[seed].stores:
-                raise VerificationError(_first_difference(seed, want[seed].stores, got[seed].stores))
+                raise VerificationError(_first_difference(model.describe(seed), want[seed].stores, got[seed].stores))
     except TimeLimitError as exc:
         raise TimeLimitError(f"the execution check stopped at its time limit of {max_seconds:g} s ({exc}); "
                              "a program that does not end, or one too long to check: set --time-limit to allow "
                              "more") from None
-    return _coverage(chosen, sum(len(t.stores) for t in want.values()), [got[seed].executed for seed in chosen])
+    return _coverage(chosen, sum(len(t.stores) for t in want.values()), [got[seed] for seed in chosen], program)
 
 
-def _coverage(seeds: tuple, stores: int, executed: list) -> ExecutionCheck:
-    """The check's figures from the per-instruction counts of its allocated runs."""
+def _coverage(seeds: tuple, stores: int, traces: list, program: Program) -> ExecutionCheck:
+    """The check's figures from its allocated runs: instructions executed, branches and their ways."""
+    executed = [t.executed for t in traces]
     ran = np.any(np.array(executed, dtype=bool), axis=0) if executed else np.zeros(0, dtype=bool)
     missed = np.flatnonzero(~ran)
-    return ExecutionCheck(tuple(seeds), stores, int(ran.sum()), len(ran), int(missed[0]) if len(missed) else None)
+    ways = _branch_ways(program, np.flatnonzero(ran).tolist())
+    taken = set().union(*(t.taken for t in traces)) & ways
+    branches = sorted({i for i, _ in ways})
+    one_way = [i for i in branches if not {(i, True), (i, False)} <= taken]
+    return ExecutionCheck(tuple(seeds), stores, int(ran.sum()), len(ran), int(missed[0]) if len(missed) else None,
+                          len(branches), len(branches) - len(one_way), one_way[0] if one_way else None)
 
 
 class ReferenceRuns:
@@ -396,28 +458,64 @@ def _memory_after(trace: Trace) -> dict:
     return {(space, address): value for space, address, value in trace.stores}
 
 
-def same_as_workload(program: Program, spills: dict, workload: dict, options: dict, seeds=SEEDS,
-                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> str | None:
-    """Whether a plan's program computes what its workload builds: a phrase saying how that was shown, None
-    for a plan made from an IR file (no workload to rebuild).
+@dataclass(frozen=True)
+class IdentityProof:
+    """That a plan's program, its spill code removed, is its workload's program: proved structurally
+    (:func:`engine.dependence.reordering_problem`), with a run of both as a second opinion.
 
-    The program without its spill code is compared with the one the
-    workload builds from the plan's own options: equal, or (after schedule
-    edits, which reorder instructions within their dependences) leaving the
-    same global and shared memory on each of ``seeds``' inputs.
+    ``moved``: instructions that stand elsewhere than in the workload's program (0: the same program);
+    ``inputs``: the inputs both programs ran on for the second opinion (0 when they are identical).
+
+    Examples
+    --------
+    >>> print(IdentityProof("gemm 2x2x2", 0, 0).text)
+    its program, spill code removed, is the one gemm 2x2x2 builds, instruction for instruction (proved structurally)
+    >>> print(IdentityProof("gemm 2x2x2", 2, 6).text)  # doctest: +NORMALIZE_WHITESPACE
+    its program, spill code removed, is the one gemm 2x2x2 builds with 2 instructions moved within their blocks,
+    every true, anti, output and memory dependence kept (proved structurally; second opinion: the same memory on 6
+    inputs)
+    """
+
+    label: str
+    moved: int
+    inputs: int
+
+    @property
+    def text(self) -> str:
+        head = f"its program, spill code removed, is the one {self.label} builds"
+        if not self.moved:
+            return head + ", instruction for instruction (proved structurally)"
+        plural = "s" * (self.moved != 1)
+        return (f"{head} with {self.moved} instruction{plural} moved within their blocks, every true, anti, output "
+                f"and memory dependence kept (proved structurally; second opinion: the same memory on {self.inputs} "
+                "inputs)")
+
+
+def prove_identity(program: Program, spills: dict, workload: dict, options: dict, seeds=SEEDS,
+                   max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> IdentityProof | None:
+    """Prove that a plan's program is what its workload builds; None for a plan made from an IR file (no
+    workload to rebuild).
+
+    The program without its spill code must be the program the workload
+    builds from the plan's own options, or that program reordered within
+    its blocks keeping every dependence (:mod:`engine.dependence`: exact, not
+    sampled). A reordered one then runs beside the workload's own on the
+    execution check's inputs (the model's cases at the guards' edges and
+    random ones), as a second opinion that must agree.
 
     Raises
     ------
     VerificationError
-        naming the input and the first memory cell that ends differently.
+        naming the first instruction that differs or the first dependence a move breaks (or, for the
+        second opinion, the input and the first memory cell that ends differently).
 
     Examples
     --------
     >>> from engine.workloads import build_workload
     >>> w = {"kind": "gemm", "m": 2, "n": 2, "k": 2}
     >>> program, _, options = build_workload(w, {})
-    >>> same_as_workload(program, {}, w, options)
-    'its program is the one gemm 2x2x2 builds'
+    >>> prove_identity(program, {}, w, options).moved
+    0
     """
     from engine.workloads import build_workload, config_label, input_model, workload_named
 
@@ -426,28 +524,36 @@ def same_as_workload(program: Program, spills: dict, workload: dict, options: di
     rebuilt = build_workload(workload, options)[0]
     original = remove_spill_code(program, spills)
     label = config_label(workload)
-    if original == rebuilt:
-        return f"its program is the one {label} builds"
+    problem = reordering_problem(original, rebuilt, label)
+    if problem:
+        raise VerificationError(f"the plan's program, spill code removed, is not {label}'s program nor a "
+                                f"reordering of it within its dependences: {problem}")
+    moved = moved_instructions(original, rebuilt)
+    if not moved:
+        return IdentityProof(label, 0, 0)
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     model = input_model(workload, options)
-    for seed in seeds:
-        want = _memory_after(run(rebuilt, seed, None, max_steps, deadline, model))
+    runs = ReferenceRuns()
+    chosen = choose_seeds(rebuilt, model, (*seeds, *model.case_seeds), max_steps, deadline, runs=runs)
+    for seed in chosen:
+        want = _memory_after(runs.trace(rebuilt, seed, model, max_steps, deadline))
         got = _memory_after(run(original, seed, None, max_steps, deadline, model))
         if got != want:
             cell = min(want.keys() ^ got.keys() or {k for k in want if want[k] != got[k]})
             raise VerificationError(
-                f"the plan's program does not compute what {label} builds: on input {seed}, {cell[0]}[{cell[1]:#x}] "
-                f"ends as {_cell(got, cell)} where {label}'s own program leaves {_cell(want, cell)}")
-    return f"its program computes what {label} builds (same memory on {len(seeds)} inputs; its schedule differs)"
+                f"the plan's program does not compute what {label} builds: on {model.describe(seed)}, "
+                f"{cell[0]}[{cell[1]:#x}] ends as {_cell(got, cell)} where {label}'s own program leaves "
+                f"{_cell(want, cell)}")
+    return IdentityProof(label, moved, len(chosen))
 
 
 def _cell(memory: dict, cell) -> str:
     return f"{memory[cell]:#x}" if cell in memory else "unwritten"
 
 
-def _first_difference(seed: int, want: list, got: list) -> str:
+def _first_difference(where: str, want: list, got: list) -> str:
     for k, (w, g) in enumerate(zip(want, got)):
         if w != g:
-            return (f"seed {seed}: store #{k} wrote {g[2]:#x} to {g[0]}[{g[1]:#x}], "
+            return (f"{where}: store #{k} wrote {g[2]:#x} to {g[0]}[{g[1]:#x}], "
                     f"the original program wrote {w[2]:#x} to {w[0]}[{w[1]:#x}]")
-    return f"seed {seed}: the allocated program made {len(got)} stores, the original {len(want)}"
+    return f"{where}: the allocated program made {len(got)} stores, the original {len(want)}"

@@ -18,11 +18,11 @@ def _terminate(signum, frame):
 
 
 def _gui(args) -> int:
-    from engine.plan import load_plan
+    from engine.admit import load_admitted
     from gui.qt.qt_app import run_gui
 
     if args.plan:
-        load_plan(args.plan)   # a bad plan is one line here, before any window opens
+        load_admitted(args.plan)   # a bad plan is one line here, before any window opens
     return run_gui(args.plan)
 
 
@@ -59,13 +59,14 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
 
 
 def _screenshot(args) -> int:
-    from engine.plan import check_writable, load_plan
+    from engine.admit import load_admitted
+    from engine.plan import check_writable
     from gui.qt.qt_app import screenshot
 
     workload, options = _screenshot_workload(args)
     check_writable(args.out, "--out")
     if args.plan:
-        load_plan(args.plan)   # a bad plan is one line here, before the window is made
+        load_admitted(args.plan)   # a bad plan is one line here, before the window is made
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
                      current=args.current, select=args.select, register=args.register,
                      instruction=args.instruction))

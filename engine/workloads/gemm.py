@@ -337,6 +337,8 @@ def input_model(w: Gemm, options: dict) -> InputModel:
     ``threads_per_block`` threads for a batch of P+1..4P matrices (P per block), so a thread is past the
     batch's end (the early exit) on about 3 draws in 8 and in the body otherwise; ``beta`` 0 or not
     (the epilogue loads C or not); pointers and ``alpha`` at their defaults (see :mod:`engine.inputs`).
+    Its three cases take both guards both ways at their edges: the first thread past the batch's end,
+    the batch's last thread with ``beta`` not 0, and a thread inside with ``beta`` 0.
     The tile is the options' own, else :func:`default_tile`'s.
 
     Examples
@@ -345,9 +347,17 @@ def input_model(w: Gemm, options: dict) -> InputModel:
     {'%ctaid.x': (0, 3), '%tid.x': (0, 127), 'batch': (33, 128), 'beta': (0, 1)}
     """
     tile = tuple(options.get("tile") or default_tile(w, options.get("schedule", DEFAULT_SCHEDULE)))
-    per_block = matrices_per_block(w, tile)
-    return InputModel.of({"%tid.x": (0, threads_per_block(w, tile) - 1), "%ctaid.x": (0, GRID_BLOCKS - 1),
-                          "batch": (per_block + 1, GRID_BLOCKS * per_block), "beta": (0, 1)})
+    per_block, threads = matrices_per_block(w, tile), threads_per_block(w, tile)
+    one = 0x3F800000                    # 1.0f: beta is read as its bits
+    cases = {
+        "the first thread past the batch's end (matrix = batch)":
+            {"%ctaid.x": 1, "%tid.x": 0, "batch": per_block, "beta": one},
+        "the last thread of the batch's last matrix (matrix = batch - 1), beta != 0":
+            {"%ctaid.x": 1, "%tid.x": threads - 1, "batch": 2 * per_block, "beta": one},
+        "a thread inside the batch, beta == 0": {"%ctaid.x": 0, "%tid.x": 0, "batch": 2 * per_block, "beta": 0},
+    }
+    return InputModel.of({"%tid.x": (0, threads - 1), "%ctaid.x": (0, GRID_BLOCKS - 1),
+                          "batch": (per_block + 1, GRID_BLOCKS * per_block), "beta": (0, 1)}, cases)
 
 
 def parse_sizes(text: str, count: int, lo: int, hi: int) -> tuple[int, ...] | None:

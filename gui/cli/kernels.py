@@ -22,7 +22,7 @@ from engine.arch import (
 from engine.errors import RegtuneError
 from engine.ilp import plan_ilp
 from engine.limits import CHECK_SECONDS
-from engine.plan import MAX_REGISTERS, check_writable, write_text_atomic
+from engine.plan import MAX_REGISTERS, check_writable, write_files_atomic
 from engine.predict import planned_and_run
 from gui.cli.compare_output import FORMATS
 
@@ -139,12 +139,11 @@ def cmd_build(args) -> int:
         m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills)
     report = m.to_dict()
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
-    for name, text in zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
-                                  json.dumps(report, indent=1) + "\n"]):
-        write_text_atomic(out / name, text)
+    write_files_atomic(out, dict(zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
+                                             json.dumps(report, indent=1) + "\n"])))   # all of them or none
     if args.json:
         print(json.dumps(report, indent=1))
-        return 0
+        return _failed_checks([(stem, m)], args)
     header = f"{plan.allocator}{_setting(plan.workload, plan.options)}, budget {plan.budget}"
     print(render(comparison([(plan.allocator, m)], archs, [plan_ilp(plan)]), "table", header), end="")
     print(MODEL_NOTE)
@@ -152,7 +151,37 @@ def cmd_build(args) -> int:
         for sentence in m.sass[arch].explanation:
             print(f"  {arch}: {sentence}")
     print(f"wrote {', '.join(names)} to {out}")
-    return 0
+    return _failed_checks([(stem, m)], args)
+
+
+def failed_checks(columns: list, simulated: bool) -> list[str]:
+    """The checks of measured plans that failed or raised, one line each: a simulator check that disagreed,
+    or that was asked for (``simulated``) and gave no result, and a GPU run that disagreed or failed on a
+    device. A check not run on purpose (``--no-simulate``, no CUDA device) is not a failure."""
+    from kernels.measurement import Unavailable
+
+    out = []
+    for name, m in columns:
+        sim, gpu = m.simulator, m.gpu
+        if isinstance(sim, Unavailable):
+            if simulated:
+                out.append(f"{name}: the simulator check raised: {sim.reason}")
+        elif not sim.ok:
+            out.append(f"{name}: the simulator check failed: {sim}")
+        if isinstance(gpu, Unavailable):
+            if gpu.reason != "no CUDA device":
+                out.append(f"{name}: the GPU run failed: {gpu.reason}")
+        elif not gpu.ok:
+            out.append(f"{name}: the GPU run disagrees with numpy: {gpu}")
+    return out
+
+
+def _failed_checks(columns: list, args) -> int:
+    """1 (the failures on stderr, after the report) when a check of ``columns`` failed, else 0."""
+    failures = failed_checks(columns, not args.no_simulate)
+    for line in failures:
+        print(f"regtune: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def _allocators(text: str) -> list[str]:
@@ -175,8 +204,8 @@ def cmd_compare(args) -> int:
     if metrics is not None:
         comparison([], archs, []).only(metrics)    # an unknown metric is named before any work
     fmt = "json" if args.json else args.format
-    extra = [(Path(p).stem, admit_plan(p, args.time_limit).plan) for p in args.plan or []]
     program, workload, options = workload_program(args)
+    extra = [_same_workload(p, admit_plan(p, args.time_limit).plan, workload, options) for p in args.plan or []]
     budget = _budget_of(args)
     plans = [(n, planned_and_run(allocate(n, program, budget), workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
@@ -197,11 +226,31 @@ def cmd_compare(args) -> int:
     print(render(comparison(columns, archs, models).only(metrics), fmt, header), end="")
     if fmt == "table":
         print(MODEL_NOTE)
+    failed = _failed_checks(columns, args)
     spilled = unasked_spills(columns, archs)
     if args.fail_on_spill and spilled:
         print(f"regtune: ptxas spills the plans did not ask for: {'; '.join(spilled)}", file=sys.stderr)
         return 1
-    return 0
+    return failed
+
+
+def _same_workload(path: str, plan, workload: dict, options: dict) -> tuple[str, object]:
+    """A ``--plan`` column: refused unless its plan is of the compared workload (a program file's: the
+    kernel of the same name); named with its own tile and schedule where they differ from the compared
+    program's."""
+    from engine.workloads import config_label
+    from gui.cli.main import _setting
+
+    def key(w):
+        return ("program", w.get("name")) if w.get("kind") == "program" else w
+
+    if key(plan.workload) != key(workload):
+        raise RegtuneError(f"--plan {path}: a plan for {config_label(plan.workload)}, not for "
+                           f"{config_label(workload)}: compare shows plans of one workload side by side "
+                           "(give that plan a compare of its own)")
+    name = Path(path).stem
+    own = _setting(plan.workload, plan.options)
+    return (name if own == _setting(workload, options) else f"{name}{own}"), plan
 
 
 def unasked_spills(columns: list, archs) -> list[str]:

@@ -29,10 +29,11 @@ from engine.ilp import IlpFigures, plan_ilp, program_ilp
 from engine.limits import CHECK_SECONDS
 from engine.ir import Program, print_program
 from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, load_plan, registers_used, write_plan
+from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, registers_used, write_plan
 from engine.predict import planned_and_run
 from engine.report import ILP_SAMPLE
-from engine.verify import ExecutionCheck, ReferenceRuns, same_as_workload, verify_execution
+from engine.admit import load_admitted
+from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, verify_execution
 from engine.workloads import WORKLOADS, input_model, workload_named
 from engine.workloads.gemm import Gemm, parse_sizes
 from engine.workloads.program import read
@@ -233,40 +234,56 @@ def cmd_allocate(args) -> int:
     allocation = allocate(args.allocator, program, _budget_of(args))
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
-    verified = ", " + prove(plan, f"allocate --allocator {args.allocator}")
+    prove(plan, f"allocate --allocator {args.allocator}")
+    verified = "; allocation proved by the symbolic checker (every path, every input)"
     if not args.no_verify:
         check = verify_execution(plan.program, plan.assignment, plan.spills, model=input_model(workload, options),
                                  runs=runs, original=allocation.original)
-        verified += "; second opinion: " + execution_summary(check, plan.program)
+        verified += "; execution check (sampled): " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
     print(f"{_plan_line(plan)}{verified} -> {args.out}")
     return 0
 
 
 def execution_summary(check: ExecutionCheck, program: Program) -> str:
-    """What the execution check covered, in words: "verified" only when every instruction ran and stores
-    were compared.
+    """What the execution check ran, in words (after "execution check (sampled): "). It samples, so it never
+    says "proved": it names its inputs, the stores it compared, the instructions that ran and the branches
+    taken both ways.
 
     Examples
     --------
     >>> from engine.ir import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
     >>> execution_summary(ExecutionCheck((0, 1, 2), 3, 3, 3, None), p)
-    'verified by execution on 3 inputs (3 stores compared, all 3 instructions executed)'
+    'the same stores on 3 inputs (3 stores compared, all 3 instructions executed)'
     >>> execution_summary(ExecutionCheck((0, 1, 2), 0, 1, 3, 1), p)
-    'execution check: 3 inputs, 1 of 3 instructions executed (the rest never ran: first is instruction 1 \
-(st.global %x, 0, %x)), 0 stores compared: not verified by execution'
+    '3 inputs, 1 of 3 instructions executed (the rest never ran: first is instruction 1 (st.global %x, 0, %x)), \
+0 stores compared: it covers part of the program only'
     """
+    chosen = f", {check.cases} chosen at the guards' edges" if check.cases else ""
     inputs = f"{len(check.seeds)} input{'s' * (len(check.seeds) != 1)}"
+    ways = ""
+    if check.branches:
+        ways = ((", its branch taken both ways" if check.branches == 1 else
+                 f", each of {check.branches} branches taken both ways")
+                if check.branches_covered else
+                f", {check.both_ways} of {check.branches} branches taken both ways (instruction "
+                f"{check.first_one_way} went one way only)")
     if check.verified:
-        return (f"verified by execution on {inputs} ({check.stores} stores compared, "
-                f"all {check.instructions} instructions executed)")
+        return (f"the same stores on {inputs}{chosen} ({check.stores} stores compared, "
+                f"all {check.instructions} instructions executed{ways})")
     ran = f"all {check.instructions} instructions executed"
     if not check.covered:
         first = excerpt(str(program.instructions[check.first_missed]), 60)[1:-1]
         ran = (f"{check.executed} of {check.instructions} instructions executed (the rest never ran: first is "
                f"instruction {check.first_missed} ({first}))")
-    return f"execution check: {inputs}, {ran}, {check.stores} stores compared: not verified by execution"
+    return (f"{inputs}{chosen}, {ran}{ways}, {check.stores} stores compared: it covers "
+            "part of the program only")
+
+
+#: what the symbolic checker's proof covers, in words
+ALLOCATION_PROOF = ("the symbolic checker proved the registers and spill slots right for this program (every path, "
+                    "every input: each read finds the value the program reads there)")
 
 
 def prove(plan, where: str) -> str:
@@ -276,74 +293,77 @@ def prove(plan, where: str) -> str:
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise VerificationError(f"{where}: the symbolic checker cannot prove the plan: {errors[0]}{more}")
-    return "proved by the symbolic checker (every path, every input)"
+    return ALLOCATION_PROOF
 
 
 @dataclass(frozen=True)
 class Admitted:
-    """A plan file ``check`` and ``build`` accept, and what showed it: how its program matches its workload
-    (None for a program file), and what the execution check covered."""
+    """A plan file ``check`` and ``build`` accept, and the three claims that admitted it: the allocation
+    proof (the symbolic checker), the identity proof (its program is its workload's: None for a program
+    file, which has no workload) and what the execution check ran."""
 
     plan: Plan
-    workload: str | None
+    identity: IdentityProof | None
     check: ExecutionCheck
+
+    def claims(self) -> list[tuple[str, str]]:
+        """(claim, what it says and covers), one a line, in the order they were established."""
+        identity = self.identity.text if self.identity else \
+            "none: a program from an IR file has no workload to prove it against"
+        return [("allocation proof", ALLOCATION_PROOF), ("identity proof", identity),
+                ("execution check (sampled)", execution_summary(self.check, self.plan.program))]
 
 
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
-    """A plan file as ``check`` and ``build`` both accept it: well formed, every field in range, no register
-    conflict, proved by the symbolic checker (:func:`engine.checker.check_allocation`), computing what its
-    workload builds (:func:`engine.verify.same_as_workload`), the execution check
-    passed within ``check_seconds``, and a kernel module can be written from it (names and numbers pass
-    codegen's checks); else a one-line error. The execution check draws its inputs from the plan's workload
-    (:func:`engine.workloads.input_model`)."""
+    """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
+    every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.plan.load_plan`),
+    proved to be its workload's program (:func:`engine.admit.load_admitted`), proved by the symbolic checker
+    (:func:`engine.checker.check_allocation`), the execution check passed within ``check_seconds``, and
+    a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
+    error. The execution check draws its inputs from the plan's workload (:func:`engine.workloads.input_model`)."""
     from kernels.codegen import KernelError, kernel_source
 
-    plan = load_plan(path)
+    plan, identity = load_admitted(path, check_seconds)
     prove(plan, path)
-    same = _same_as_workload(plan, path, check_seconds)
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
                              model=input_model(plan.workload, plan.options))
     try:
         kernel_source(plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return Admitted(plan, same, check)
-
-
-def _same_as_workload(plan, path: str, check_seconds: float) -> str | None:
-    try:
-        return same_as_workload(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
-    except VerificationError as exc:
-        raise VerificationError(f"{path}: {exc}") from None
+    return Admitted(plan, identity, check)
 
 
 def check_report(path: str, admitted: Admitted) -> dict:
-    """What ``check`` found, JSON-ready: the plan, how its program matches its workload, the symbolic
-    proof, and what the execution check covered."""
-    plan, check = admitted.plan, admitted.check
+    """What ``check`` found, JSON-ready: the plan, and each claim with what it covers."""
+    plan, check, identity = admitted.plan, admitted.check, admitted.identity
     return {"plan": path, "valid": True, "allocator": plan.allocator, "kernel": plan.program.name,
             "workload": plan.workload, "options": plan.options, "registers": registers_used(plan.assignment),
-            "budget": plan.budget, "spilled_values": len(plan.spills), "workload_match": admitted.workload,
-            "proof": "symbolic checker: every path, every input",
-            "execution_check": {"inputs": list(check.seeds), "stores_compared": check.stores,
-                                "instructions": check.instructions, "executed": check.executed,
-                                "first_never_run": check.first_missed, "verified": check.verified,
+            "budget": plan.budget, "spilled_values": len(plan.spills),
+            "claims": dict(admitted.claims()),
+            "identity": None if identity is None else {"workload": identity.label, "moved": identity.moved,
+                                                       "second_opinion_inputs": identity.inputs},
+            "execution_check": {"inputs": list(check.seeds), "chosen_inputs": check.cases,
+                                "stores_compared": check.stores, "instructions": check.instructions,
+                                "executed": check.executed, "first_never_run": check.first_missed,
+                                "branches": check.branches, "branches_both_ways": check.both_ways,
+                                "first_branch_one_way": check.first_one_way, "verified": check.verified,
                                 "summary": execution_summary(check, plan.program)},
             "kernel_module": "can be generated"}
 
 
 def cmd_check(args) -> int:
     admitted = admit_plan(args.plan, args.time_limit)
-    plan, check, same = admitted.plan, admitted.check, admitted.workload
+    plan = admitted.plan
     if args.json:
         print(json.dumps(check_report(args.plan, admitted), indent=1))
         return 0
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}{_setting(plan.workload, plan.options)}: "
-          f"{used} registers of "
-          f"{plan.budget}, {len(plan.spills)} spilled values; {same + '; ' if same else ''}proved by the symbolic "
-          f"checker (every path, every input); second opinion: {execution_summary(check, plan.program)}; its "
-          "kernel module can be generated")
+          f"{used} registers of {plan.budget}, {len(plan.spills)} spilled values")
+    for claim, text in admitted.claims():
+        print(f"  {claim}: {text}")
+    print("  kernel module: can be generated")
     return 0
 
 

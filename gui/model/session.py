@@ -42,6 +42,7 @@ except ImportError:         # Windows: msvcrt's byte-range lock, also dropped wh
 
 ALLOCATOR_ORDER = ("naive", "linear-scan", "chaitin-briggs", "dsatur")
 SESSION_FORMAT = "regtune-session"
+SESSION_VERSION = 1
 #: the first registered workload's example (GEMM 8x8x8)
 DEFAULT_WORKLOAD = next(w.to_dict(w.example) for w in WORKLOADS.values() if w.example is not None)
 DEFAULT_OPTIONS = {"arch": DEFAULT_ARCH, "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
@@ -137,7 +138,7 @@ class Session:
         return f"hand {n}"
 
     def to_dict(self) -> dict:
-        return {"format": SESSION_FORMAT, "version": 1, "workload": self.workload, "options": self.options,
+        return {"format": SESSION_FORMAT, "version": SESSION_VERSION, "workload": self.workload, "options": self.options,
                 "current": self.current, "edits": list(self.edits),
                 "plans": {name: plan_to_dict(plan) for name, plan in self.plans.items()}}
 
@@ -148,6 +149,9 @@ class Session:
             raise RegtuneError(f"{source}: not a RegTune session file")
         fields.exact_keys(data, ("format", "version", "workload", "options", "current", "edits", "plans"), source,
                           required=("workload", "options"))
+        if "version" in data and not (fields.is_int(data["version"]) and data["version"] == SESSION_VERSION):
+            raise RegtuneError(f"{source}: unsupported session version {fields.excerpt(data['version'])} "
+                               f"(this RegTune reads {SESSION_VERSION})")
         plans, current, edits = data.get("plans", {}), data.get("current"), data.get("edits", [])
         if not isinstance(plans, dict) or not all(isinstance(n, str) and n.isprintable() and len(n) <= 64
                                                   for n in plans):
@@ -242,11 +246,7 @@ def save_session(session: Session, path: Path | None = None) -> Path:
 
 def load_session(path: Path | None = None) -> Session:
     path = path or autosave_path()
-    try:
-        data = json.loads(read_text(path, RegtuneError))
-    except (ValueError, RecursionError) as e:
-        raise RegtuneError(f"{path}: cannot read the session: {fields.excerpt(str(e), 80)}") from None
-    return Session.from_dict(data, str(path))
+    return Session.from_dict(fields.load_json(read_text(path, RegtuneError), str(path)), str(path))
 
 
 def clear_autosave(path: Path | None = None) -> None:

@@ -35,6 +35,9 @@ def kernel(max_registers=None):
 
 
 if __name__ == "__main__":
+    if not config.ENABLE_CUDASIM and not cuda.is_available():   # one line, not numba's CudaSupportError traceback
+        sys.exit(f"{sys.argv[0]}: no CUDA GPU here; to run the kernel in numba's CUDA simulator instead, set "
+                 f"NUMBA_ENABLE_CUDASIM=1 (NUMBA_ENABLE_CUDASIM=1 python {sys.argv[0]})")
     inputs, (blocks, threads) = main_run()
     arrays = {name: cuda.to_device(inputs[name]) for name in ARRAYS}
     kernel()[blocks, threads](*launch_args(inputs, arrays))

@@ -55,6 +55,9 @@ def check(inputs, output):
 
 
 if __name__ == "__main__":
+    if not config.ENABLE_CUDASIM and not cuda.is_available():   # one line, not numba's CudaSupportError traceback
+        sys.exit(f"{sys.argv[0]}: no CUDA GPU here; to run the kernel in numba's CUDA simulator instead, set "
+                 f"NUMBA_ENABLE_CUDASIM=1 (NUMBA_ENABLE_CUDASIM=1 python {sys.argv[0]})")
     where = "numba's simulator" if config.ENABLE_CUDASIM else "the GPU"
     inputs_text = f"seeded inputs (seeds 0..{SEEDS - 1})"
     if not SPILL_INSTRUCTIONS:

@@ -51,6 +51,9 @@ def _good(plan):
     [
         (lambda d: d.update(format="other"), "field 'format' must be 'regtune-plan', got 'other'"),
         (lambda d: d.update(version=2), "unsupported plan version 2"),
+        (lambda d: d.update(version=1.0), "unsupported plan version 1.0 (this RegTune reads 1)"),
+        (lambda d: d.update(version="1"), "unsupported plan version '1'"),
+        (lambda d: d.update(version=True), "unsupported plan version true"),
         (lambda d: d.pop("budget"), "missing field 'budget'"),
         (lambda d: d.update(budget=True), "field 'budget' must be an integer, got true"),
         (lambda d: d.update(budget=0), "field 'budget' must be an integer in 1..255 (registers per thread), got 0"),
@@ -93,6 +96,26 @@ def test_missing_file_and_bad_json(tmp_path):
     (tmp_path / "t.json").write_text('{"format": ')
     with pytest.raises(RegtuneError, match=r"t.json: not valid JSON: Expecting value: line 1 column 12"):
         load_plan(tmp_path / "t.json")
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ('"budget": ', '"budget": 255, "budget": ', "budget"),
+    ('"a_0_0": [', '"a_0_0": [5], "a_0_0": [', "assignment.a_0_0"),
+    ('"kind": "gemm"', '"kind": "mha", "kind": "gemm"', "workload.kind"),
+])
+def test_a_key_twice_is_named_by_its_path(tmp_path, plan, old, new, key):
+    """JSON readers keep the last of two equal keys; a plan file that names one twice is refused instead."""
+    data = _good(plan)
+    data["workload"] = {"kind": "gemm", "m": 2, "n": 2, "k": 2, "dtype": "f32"}
+    text = json.dumps(data)
+    assert old in text
+    path = tmp_path / "twice.json"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(RegtuneError) as err:
+        load_plan(path)
+    assert str(err.value) == f"{path}: duplicate key {key!r} (each key may appear once in a JSON object)"
+    path.write_text(text)
+    assert load_plan(path).assignment == plan.assignment       # the same text with each key once loads
 
 
 def _mutations(data: dict):
@@ -207,6 +230,35 @@ def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
     alive.write_text("half")
     write_text_atomic(path, "whole")
     assert not dead.exists() and alive.exists() and path.read_text() == "whole"
+
+
+def test_files_written_together_appear_together_and_leave_no_staging(tmp_path):
+    from engine.plan import write_files_atomic
+
+    stale = tmp_path / ".regtune-files.999999999.0000.regtune-tmp"     # a killed writer's (no such process)
+    stale.mkdir()
+    (stale / "a.txt").write_text("half")
+    (tmp_path / "a.txt").write_text("old")
+    paths = write_files_atomic(tmp_path, {"a.txt": "new a", "b.txt": "new b"})
+    assert paths == [tmp_path / "a.txt", tmp_path / "b.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+    assert (tmp_path / "a.txt").read_text() == "new a" and (tmp_path / "b.txt").read_text() == "new b"
+
+
+def test_a_failed_rename_takes_back_the_files_already_placed(tmp_path):
+    """The last rename fails (its target is a folder that is not empty): the first file, already renamed into
+    place, is removed again, so the folder holds none of the write's files and no staging folder."""
+    from engine.errors import WriteError
+    from engine.plan import write_files_atomic
+
+    (tmp_path / "b.txt").mkdir()
+    (tmp_path / "b.txt" / "keep").write_text("x")
+    with pytest.raises(WriteError) as err:
+        write_files_atomic(tmp_path, {"a.txt": "a", "b.txt": "b"})
+    assert str(err.value) == (f"{tmp_path / 'b.txt'}: cannot write: is a directory (none of the 2 files was kept: "
+                              "they are written all together or not at all)")
+    assert os.listdir(tmp_path) == ["b.txt"] and os.listdir(tmp_path / "b.txt") == ["keep"]
+    assert isinstance(err.value, OSError) and isinstance(err.value, RegtuneError)
 
 
 @settings(max_examples=examples(60), deadline=None)

@@ -93,14 +93,18 @@ def _beta_conflict():
     return plan, {**plan.assignment, "c_0_0": plan.assignment["acc_0_1"]}, model
 
 
-def test_a_conflict_in_the_beta_block_passes_the_default_seeds_but_not_the_search():
+def test_a_conflict_in_the_beta_block_passes_the_random_seeds_but_not_the_search_nor_the_cases():
     plan, bad, model = _beta_conflict()
     assert [c.values for c in static_conflicts(plan.program, bad, {}, 255)][:1] == [("acc_0_1", "c_0_0")]
-    partial = verify_execution(plan.program, bad, {}, model=model, candidates=0)
+    random_only = InputModel(model.ranges)            # the model without its chosen inputs
+    partial = verify_execution(plan.program, bad, {}, model=random_only, candidates=0)
     assert partial.seeds == SEEDS and not partial.covered
     assert plan.program.instructions[partial.first_missed].opcode == "ld.global"   # the beta block's first load
     with pytest.raises(VerificationError, match=r"^seed (\d+): store #"):
-        verify_execution(plan.program, bad, {}, model=model)
+        verify_execution(plan.program, bad, {}, model=random_only)
+    # the workload's cases take beta != 0 whatever the random seeds do
+    with pytest.raises(VerificationError, match=r"beta != 0: store #"):
+        verify_execution(plan.program, bad, {}, model=model, candidates=0)
 
 
 def test_the_seed_search_is_bounded_and_deterministic_and_reports_what_never_ran():
@@ -136,24 +140,24 @@ def test_executed_spill_figures_come_from_a_run_that_enters_the_body():
     assert figures["spill_loads_executed"] == loads > 0 and figures["spill_stores_executed"] == stores > 0
 
 
-def test_a_schedule_edit_still_computes_what_its_workload_builds_and_a_changed_operation_does_not():
+def test_a_schedule_edit_is_proved_its_workloads_program_and_a_changed_operation_is_not():
     from engine.edits import Move, apply_edit, move_problem
     from engine.errors import VerificationError
-    from engine.verify import same_as_workload
+    from engine.verify import prove_identity
 
     w = Gemm(4, 4, 4)
     program, options = build_gemm(w)
     plan = allocate("dsatur", program, 255).plan(workload=w.as_dict(), options=options)
-    assert same_as_workload(plan.program, plan.spills, plan.workload, plan.options) == \
-        "its program is the one gemm 4x4x4 builds"
+    assert prove_identity(plan.program, plan.spills, plan.workload, plan.options).text == \
+        "its program, spill code removed, is the one gemm 4x4x4 builds, instruction for instruction (proved structurally)"
     n = len(plan.program.instructions)
     i = next(i for i in range(n - 1) if move_problem(plan.program, i, i + 1) is None
              and plan.program.instructions[i].opcode == "ld.global")
     moved = apply_edit(plan, Move(i, i + 1)).plan
     assert moved.program != plan.program
-    assert same_as_workload(moved.program, moved.spills, moved.workload, moved.options).startswith(
-        "its program computes what gemm 4x4x4 builds (same memory on 3 inputs")
+    proof = prove_identity(moved.program, moved.spills, moved.workload, moved.options)
+    assert proof.moved == 2 and proof.inputs >= 6 and "every true, anti, output and memory dependence kept" in proof.text
     text = str(plan.program).replace("= fma %a_0_1, %b_1_1, %acc_0_1", "= add.f32 %a_0_1, %b_1_1, %acc_0_1", 1)
     assert text != str(plan.program)
-    with pytest.raises(VerificationError, match="does not compute what gemm 4x4x4 builds"):
-        same_as_workload(parse(text), {}, plan.workload, plan.options)
+    with pytest.raises(VerificationError, match="is not gemm 4x4x4's program nor a reordering.*add.f32 %a_0_1"):
+        prove_identity(parse(text), {}, plan.workload, plan.options)

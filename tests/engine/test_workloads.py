@@ -159,7 +159,7 @@ def _allocated(tmp_path, capsys, length=5):
     out = tmp_path / "dot.json"
     assert main(["allocate", "dot", "--length", str(length), "--allocator", "dsatur", "--budget", "24",
                  "--out", str(out)]) == 0
-    assert "verified by execution" in capsys.readouterr().out
+    assert "execution check (sampled): the same stores on" in capsys.readouterr().out
     return out
 
 
@@ -174,9 +174,9 @@ def test_a_toy_workload_runs_analyze_allocate_and_check_through_the_registry(dot
     path = _allocated(tmp_path, capsys)
     admitted = admit_plan(str(path))
     plan, check = admitted.plan, admitted.check
-    assert admitted.workload == "its program is the one dot 5 builds"
+    assert admitted.identity.label == "dot 5" and admitted.identity.moved == 0
     assert check.verified and check.stores > 0 and plan.workload == {"kind": "dot", "length": 5}
-    assert main(["check", str(path)]) == 0 and "its kernel module can be generated" in capsys.readouterr().out
+    assert main(["check", str(path)]) == 0 and "kernel module: can be generated" in capsys.readouterr().out
     assert config_label(plan.workload) == "dot 5" and parse_config_label("dot 5") == plan.workload
 
 

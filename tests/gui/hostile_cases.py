@@ -11,6 +11,7 @@ tests/bench/bench_hostile.py (which measures each case's time and memory).
 from __future__ import annotations
 
 import json
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -143,6 +144,7 @@ SIZE_PLANS = {
         d, "  exit", "  %w:f32 = add " + ", ".join(["%acc_0_0"] * 20_000) + "\n  exit"),
     "operand of one megabyte": lambda d, m: _program_text(d, "  exit", f"  %w:f32 = mov {'9' * 1_000_000}\n  exit"),
     "version true": _set(("version",), True),
+    "version 1.0": _set(("version",), 1.0),
     "not a plan format": _set(("format",), "regtune-plan\n"),
     "measured as a list": lambda d, m: d.update(measured=json.loads("[" * 900 + "]" * 900)),
 }
@@ -159,6 +161,20 @@ def _raw_plan(text: bytes):
 def _deep_json(folder, marker):
     path = folder / "plan.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
+    return ["check", str(path)], []
+
+
+def _fifo(folder, marker):
+    path = folder / "fifo.json"
+    os.mkfifo(path)                        # opened plainly, it would wait for a writer for ever
+    return ["check", str(path)], []
+
+
+def _key_twice(folder, marker):
+    """The plan's JSON with a second register for %acc_0_0 (a JSON reader keeps the last and drops the first)."""
+    text = json.dumps(good_plan()).replace('"acc_0_0": [', '"acc_0_0": [7], "acc_0_0": [', 1)
+    path = folder / "plan.json"
+    path.write_text(text)
     return ["check", str(path)], []
 
 
@@ -229,6 +245,8 @@ FILE_CASES = {
     "a 20 MB plan file": _huge_file,
     "a directory as the plan": lambda folder, marker: (["check", str(folder)], []),
     "a device as the plan": lambda folder, marker: (["check", "/dev/zero"], []),
+    "a named pipe as the plan": _fifo,
+    "a key twice in the plan's JSON": _key_twice,
     "200,001 instructions": _too_many_instructions,
     "2,100 values live at once": _too_many_live,
     "an endless loop (check)": _endless_loop("check"),

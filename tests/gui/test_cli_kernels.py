@@ -94,7 +94,8 @@ def test_compare_gemm_8x8x8_shows_ptxas_at_the_plan_cap_and_with_no_cap_with_the
 
 
 def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
-    plan = _plan(tmp_path)
+    plan = str(tmp_path / "plan.json")          # a plan of the compared workload (issue 19: like with like)
+    assert main(["allocate", "gemm", "--m", "3", "--n", "3", "--k", "3", "--allocator", "dsatur", "--out", plan]) == 0
     capsys.readouterr()
     assert main(["compare", "gemm", "--m", "3", "--n", "3", "--k", "3", "--arch", "sm_80", "--plan", plan,
                  "--json"]) == 0
@@ -274,3 +275,59 @@ def _interruptible() -> None:
     """In the child: Ctrl+C as a terminal's foreground command gets it. A runner started in the background (nohup,
     a CI script's ``&``) passes SIGINT on ignored, and the command would never see the test's Ctrl+C."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+OUT_OF_BOUNDS = (".kernel oob\n.block entry\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n"
+                 "  st.global %pa, 4194304, %x\n  exit\n")
+
+
+def test_build_and_compare_exit_1_when_the_simulator_check_raises_and_keep_the_report(tmp_path, capsys):
+    """Issue 19: a valid allocation whose kernel indexes past its buffer (a program file; the interpreter has
+    no bounds) raised IndexError in the simulator and build still exited 0."""
+    source = tmp_path / "oob.txt"
+    source.write_text(OUT_OF_BOUNDS)
+    plan = tmp_path / "oob.json"
+    assert main(["allocate", str(source), "--allocator", "dsatur", "--out", str(plan)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["build", str(plan), "--arch", "sm_80", "--out-dir", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "sm_80 ptxas registers, plan cap" in captured.out                   # the other figures are kept
+    assert captured.err.splitlines()[-1].startswith("regtune: dsatur-oob: the simulator check raised: IndexError")
+    assert json.loads((out / "dsatur-oob.report.json").read_text())["simulator"]["error"].startswith("IndexError")
+    assert main(["build", str(plan), "--arch", "sm_80", "--out-dir", str(out), "--no-simulate"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(source), "--allocators", "dsatur", "--arch", "sm_80", "--plan", str(plan)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[1].strip() for line in err if "simulator check raised" in line] == ["dsatur", "oob"]
+
+
+def test_a_simulator_mismatch_and_a_failed_gpu_run_are_failures_and_a_skipped_check_is_not():
+    from gui.cli.kernels import failed_checks
+    from kernels.measurement import GpuRun, SimulatorCheck, Unavailable
+
+    class M:
+        def __init__(self, simulator, gpu):
+            self.simulator, self.gpu = simulator, gpu
+
+    ok = SimulatorCheck(True, 0.0, 1e-5, 2, 1.0, reference="numpy: max abs error 0 within 1e-05")
+    bad = SimulatorCheck(False, 0.5, 1e-5, 2, 1.0, reference="numpy: max abs error 0.5, OUTSIDE its tolerance")
+    gpu_bad = GpuRun(False, 0.5, 1e-5, "H200", 0.1, 20, 1024, 40, 0)
+    none = Unavailable("no CUDA device")
+    assert failed_checks([("a", M(ok, none))], True) == []
+    assert failed_checks([("a", M(Unavailable("not run (--no-simulate)"), none))], False) == []
+    assert failed_checks([("a", M(bad, none))], True) == [
+        "a: the simulator check failed: MISMATCH: numpy: max abs error 0.5, OUTSIDE its tolerance"]
+    assert failed_checks([("a", M(Unavailable("worker timed out"), none))], True) == [
+        "a: the simulator check raised: worker timed out"]
+    assert failed_checks([("a", M(ok, gpu_bad))], True) == ["a: the GPU run disagrees with numpy: MISMATCH (max err 0.5)"]
+
+
+def test_compare_refuses_a_plan_of_another_workload_before_any_work(tmp_path, capsys):
+    plan = _plan(tmp_path)                                   # a GEMM 4x4x4 plan
+    capsys.readouterr()
+    assert main(["compare", "gemm", "--m", "8", "--n", "8", "--k", "8", "--plan", plan]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"regtune: error: --plan {plan}: a plan for gemm 4x4x4, not for gemm 8x8x8: compare shows "
+                            "plans of one workload side by side (give that plan a compare of its own)\n")

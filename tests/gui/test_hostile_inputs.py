@@ -136,6 +136,7 @@ def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_pat
     (lambda d: d["options"].update(tile=["4);", 4]), "field 'tile' must be null or [TM, TN]"),
     (lambda d: d.update(current="nobody"), "field 'current' names no plan of the session"),
     (lambda d: d.pop("workload"), "missing field 'workload'"),
+    (lambda d: d.update(version=1.0), "unsupported session version 1.0 (this RegTune reads 1)"),
     (lambda d: d["plans"]["naive"].update(allocator='x"""'), "field 'allocator' must be one of"),
 ])
 def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):

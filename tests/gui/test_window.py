@@ -152,6 +152,14 @@ def test_opening_a_broken_plan_shows_the_error_and_keeps_the_session(window, tmp
     assert window.open_plan(str(path)) is False
     assert "broken.json" in window.last_error and "acc_0_0" in window.last_error
     assert window.session_json() == before
+    # issue 19: a plan whose program is not its workload's is refused like check refuses it
+    data = plan_to_dict(window.doc.plan)
+    line = next(ln for ln in data["program"].splitlines() if "setp.lt %mat, %batch" in ln)
+    data["program"] = data["program"].replace(line, line.replace("setp.lt", "setp.le"))
+    path.write_text(json.dumps(data))
+    assert window.open_plan(str(path)) is False
+    assert "is not gemm" in window.last_error and "setp.le %mat, %batch" in window.last_error
+    assert window.session_json() == before
 
 
 def test_save_reopen_and_compare_plans_equal(window, tmp_path):

@@ -11,7 +11,10 @@ small example, so it spills); every plan written with spills "plan" and
 before codegen was split into parts (issue 11), and written again when
 runs of global loads began to stand between ``order_loads()`` lines (issue
 12): then every text minus those lines, the helpers' load-order primitives
-and the header's load-order sentence hashed to its old digest (64 of 64).
+and the header's load-order sentence hashed to its old digest (64 of 64);
+and again when ``python kernel.py`` began to refuse a machine without a
+GPU in one line (issue 19): every text minus those three lines of the
+entry point hashed to its old digest (64 of 64).
 
 Write them again (only for a deliberate change of the generated text):
 ``python -m tests.kernels.golden_sources --write``

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from importlib.resources import files
 
 import pytest
 
@@ -173,6 +174,31 @@ def test_generated_source_runs_on_its_own_in_the_simulator(tmp_path):
                           env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "within tolerance" in done.stdout
+
+
+@pytest.mark.parametrize("which", ["gemm 2x2x2", "program file"])
+def test_without_a_gpu_the_module_says_in_one_line_to_use_the_simulator(tmp_path, which):
+    """``python kernel.py`` where no CUDA device is (this machine): one line naming NUMBA_ENABLE_CUDASIM, exit 1,
+    instead of numba's CudaSupportError traceback; the GEMM and the program-file entry points alike."""
+    from engine.allocators import allocate
+    from engine.predict import planned_and_run
+    from engine.workloads.program import read
+
+    if which == "gemm 2x2x2":
+        plan = gemm_plan(2, 2, 2, "dsatur")
+    else:
+        program, config = read(str(files("resources") / "examples" / "gemm_m1n1k2.txt"))
+        plan = planned_and_run(allocate("dsatur", program), workload={"kind": "program", "name": config.name})
+    path = tmp_path / "kernel.py"
+    path.write_text(kernel_source(plan).text)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PYTHONPATH")}
+    done = subprocess.run([sys.executable, "kernel.py"], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    if done.returncode == 0:
+        pytest.skip(f"a CUDA device ran it here: {done.stdout.strip()[:200]}")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == ("kernel.py: no CUDA GPU here; to run the kernel in numba's CUDA simulator instead, set "
+                           "NUMBA_ENABLE_CUDASIM=1 (NUMBA_ENABLE_CUDASIM=1 python kernel.py)\n")
 
 
 def test_numba_fix_computes_what_numba_cuda_computes(monkeypatch):
