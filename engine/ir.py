@@ -362,8 +362,8 @@ operands, got 2)
     if ins.guard is not None and not shape.guard:
         raise ParseError(f"{where}: {ins.opcode} cannot be guarded (a parameter is always read)")
     if shape.result is not None and ins.defs[0].type != shape.result:
-        raise ParseError(f"{where}: {ins.opcode} defines a {shape.result} value, got %{ins.defs[0].name}:"
-                         f"{ins.defs[0].type}")
+        raise ParseError(f"{where}: {ins.opcode} defines a value of type {shape.result}, got "
+                         f"%{ins.defs[0].name}:{ins.defs[0].type}")
     if shape.opcode == "param" and ins.defs[0].type not in PARAM_TYPES:
         raise ParseError(f"{where}: parameter %{ins.defs[0].name} has type {ins.defs[0].type}, which a kernel "
                          f"cannot take (known: {', '.join(PARAM_TYPES)})")

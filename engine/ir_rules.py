@@ -20,7 +20,9 @@ session, the window's files) is parsed, so ``allocate``, ``check`` and
 - A parameter's symbol is a Python identifier that is no keyword, dunder,
   builtin or name of :data:`KERNEL_NAMES` (it is the kernel argument's name).
 - Each known opcode has one shape (:data:`SHAPES`): its operands, each a
-  value, an immediate of some kind or either, and how many results. An
+  value, an immediate of some kind or either, how many results and, where
+  the kernel's lowering makes one (setp, mul.wide.s32, the f16 conversions,
+  special registers), their type. An
   opcode RegTune does not know keeps the grammar alone: it is an opaque
   operation of its operands (DESIGN.md), which no kernel lowers.
 
