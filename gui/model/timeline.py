@@ -174,6 +174,21 @@ class TimelineData:
                     mask |= (self.value == v) & (self.x0 <= at) & (self.x1 >= at)
         return self.bars_of(mask)
 
+    def conflict_points(self, conflicts) -> tuple[np.ndarray, np.ndarray]:
+        """Where the pressure strip marks the conflicts: x (instruction + 0.5) and the pressure there, once per
+        instruction, sorted; a conflict at no instruction (a value without a register) has no mark.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as C
+        >>> d = TimelineData(["x"], ["f32"], ["scalar"], np.array([0]), np.array([0]), np.array([4]),
+        ...                  np.array([[0]]), [1, 2, 3])
+        >>> [a.tolist() for a in d.conflict_points([C(instruction=2), C(instruction=-1), C(instruction=2)])]
+        [[2.5], [3.0]]
+        """
+        at = sorted({c.instruction for c in conflicts if 0 <= c.instruction < len(self.pressure)})
+        return np.asarray(at, dtype=float) + 0.5, self.pressure[np.asarray(at, dtype=np.int64)].astype(float)
+
     def pressure_steps(self) -> tuple[np.ndarray, np.ndarray]:
         """x edges (n + 1) and pressure (n) for a step curve."""
         return np.arange(len(self.pressure) + 1), self.pressure
@@ -358,6 +373,8 @@ def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
 CRITICAL_LABEL = "critical path (model)"
+#: the legend's label of the hatched bars: :meth:`TimelineData.conflict_bars`
+CONFLICT_LABEL = "conflict (a register shared while both live)"
 #: the legend's label of the outlined bars: :meth:`TimelineData.operand_bars` of the marked instructions
 OPERAND_LABEL = "written or read by the marked instruction(s)"
 

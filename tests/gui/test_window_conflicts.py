@@ -1,0 +1,78 @@
+"""A conflict in the real window (pytest-qt, offscreen): it stands out whatever the role colours, it is named in
+full and clicking it selects what conflicts; the window opens on the best verified plan and says so."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication
+
+from engine.edits import Assign
+from engine.liveness import analyze
+from gui.qt.qt_timeline import CONFLICT_COLOUR
+from tests.gui.windows import open_window
+
+
+@pytest.fixture(autouse=True)
+def session_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("REGTUNE_SESSION_DIR", str(tmp_path / "session"))
+
+
+def _conflicting(window, value: str = "a_3_1"):
+    """Put ``value`` on the register of an accumulator live beside it (the issue's %a_4_1 on %acc_5_5's R48)."""
+    plan = window.doc.plan
+    busy = next(n for n in analyze(plan.program).interference.graph.neighbors(value) if n.startswith("acc"))
+    window.edit(Assign(value, plan.assignment[busy]))
+    QApplication.processEvents()
+    return busy
+
+
+@pytest.fixture
+def broken(qtbot):
+    window = open_window(qtbot, 8, 8, 8, {"tile": [4, 4]}, "chaitin-briggs")
+    return window, _conflicting(window)
+
+
+def _pixels(widget, rect) -> list[QColor]:
+    image = widget.grab().toImage()
+    return [image.pixelColor(x, y) for x in range(int(rect.left()), int(rect.right()))
+            for y in range(int(rect.top()), int(rect.bottom()))]
+
+
+def test_conflicting_bars_are_hatched_and_outlined_in_a_colour_no_role_has(broken):
+    window, busy = broken
+    t = window.timeline
+    item = t.conflict_item
+    assert item.opts["brush"].style() == Qt.BrushStyle.BDiagPattern
+    bars = t.data.conflict_bars(window.doc.conflicts())
+    assert len(item.opts["x0"]) == len(bars) > 0
+    # zoomed in on the conflicting register where the two values meet: the hatch and the outline are drawn
+    at = window.doc.conflicts()[0]
+    row = float(window.doc.plan.assignment[busy][0])
+    t.plot.setXRange(at.instruction - 3, at.instruction + 4, padding=0)
+    t.plot.setYRange(row - 2, row + 2, padding=0)
+    QApplication.processEvents()
+    vb = t.view
+    top_left = t.layout_.mapFromScene(vb.mapViewToScene(QPointF(at.instruction, row - 0.45)))
+    bottom_right = t.layout_.mapFromScene(vb.mapViewToScene(QPointF(at.instruction + 1, row + 0.45)))
+    from PySide6.QtCore import QRect
+
+    seen = _pixels(t.layout_, QRect(top_left, bottom_right))
+    magenta = QColor(CONFLICT_COLOUR)
+    assert any(abs(c.red() - magenta.red()) + abs(c.green() - magenta.green()) + abs(c.blue() - magenta.blue()) < 60
+               for c in seen)
+    assert any(min(c.red(), c.green(), c.blue()) > 200 for c in seen)        # the white hatch
+
+
+def test_the_pressure_strip_marks_the_conflicting_instruction(broken):
+    window, _busy = broken
+    t = window.timeline
+    at = sorted({c.instruction for c in window.doc.conflicts()})
+    x, y = t.conflict_marks.getData()
+    assert x.tolist() == [i + 0.5 for i in at]
+    assert y.tolist() == [float(t.data.pressure[i]) for i in at]
+    assert t.conflict_columns.opts["x0"].tolist() == [float(i) for i in at]
+    window.undo_action.trigger()
+    window.flush()
+    assert len(t.conflict_marks.getData()[0]) == 0 and len(t.conflict_columns.opts["x0"]) == 0
