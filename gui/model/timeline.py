@@ -255,7 +255,7 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
     --------
     >>> from engine.ir import parse
     >>> from engine.liveness import analyze
-    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 2\\n  st.global %y, 0, %x\\n  exit\\n")
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 8\\n  st.global %y, 0, %x\\n  exit\\n")
     >>> d = plan_timeline(Plan(p, {"x": (0,), "y": (2, 3)}, {}, 4, "hand"), analyze(p))
     >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars()), d.peak_label
     ([0, 2, 3], 4, 3, ['A fragment', 'address'], 'MAXLIVE')
