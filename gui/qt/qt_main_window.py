@@ -2,7 +2,8 @@
 
 Left: the workload panel and the plans list. Centre: timeline, interference
 graph, compare, actual (SASS) and budget-sweep tabs. Right: why-this-many,
-allocation table, instructions, conflicts and the undo history. Every edit
+allocation table and instructions; under them the conflicts and the undo
+history, in a dock of their own so that no tab hides behind tab-bar arrows. Every edit
 is a QUndoCommand on one stack; long work runs in background jobs with a
 progress bar and a Cancel button; errors come to one notification point and
 show in a dialog with details, and the session is kept.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QPainter, QUndoStack
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter, QUndoStack
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
                                QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
@@ -44,8 +45,11 @@ from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
 from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, clear_autosave
 from gui.model.timeline import critical_path_points
+from gui.model.words import conflict_summary
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
+#: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
+DETAILS_WIDTH = 380
 
 
 def _planned(plan: Plan):
@@ -154,12 +158,10 @@ class QtMainWindow(QMainWindow):
         self.conflicts = QtConflicts()
         self.history = QUndoView(self.stack)
         self.history.setEmptyLabel("<session start>")
-        side = QTabWidget()
-        for widget, label in ((self.why, "Why this many"), (self.table, "Allocation"),
-                              (self.instructions, "Instructions"), (self.conflicts, "Conflicts"),
-                              (self.history, "History")):
-            side.addTab(widget, label)
-        self.side_tabs = side
+        # two docks of few tabs each, so every tab's label shows at the default size (no tab-bar arrows)
+        self.side_tabs = self._tabs((self.why, "Why this many"), (self.table, "Allocation"),
+                                    (self.instructions, "Instructions"))
+        self.edit_tabs = self._tabs((self.conflicts, "Conflicts"), (self.history, "History"))
         scroll = QScrollArea()
         scroll.setWidget(self.workload_panel)
         scroll.setWidgetResizable(True)
@@ -169,12 +171,18 @@ class QtMainWindow(QMainWindow):
         layout.addWidget(scroll, 3)
         layout.addWidget(QLabel("Plans"))
         layout.addWidget(self.plans_list, 2)
+        docks = []
         for widget, title, area in ((left, "Workload and plans", Qt.DockWidgetArea.LeftDockWidgetArea),
-                                    (side, "Details", Qt.DockWidgetArea.RightDockWidgetArea)):
+                                    (self.side_tabs, "Details", Qt.DockWidgetArea.RightDockWidgetArea),
+                                    (self.edit_tabs, "Conflicts and history", Qt.DockWidgetArea.RightDockWidgetArea)):
             dock = QDockWidget(title, self)
             dock.setObjectName(title)
             dock.setWidget(widget)
             self.addDockWidget(area, dock)
+            docks.append(dock)
+        self.details_dock, self.edits_dock = docks[1:]
+        self.resizeDocks(docks, [300, DETAILS_WIDTH, DETAILS_WIDTH], Qt.Orientation.Horizontal)
+        self.resizeDocks(docks[1:], [3, 1], Qt.Orientation.Vertical)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.hide()
@@ -188,6 +196,14 @@ class QtMainWindow(QMainWindow):
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
         bar.addPermanentWidget(self.toolchain_label)
+
+    @staticmethod
+    def _tabs(*pages) -> QTabWidget:
+        tabs = QTabWidget()
+        tabs.setUsesScrollButtons(False)
+        for widget, label in pages:
+            tabs.addTab(widget, label)
+        return tabs
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -301,13 +317,24 @@ class QtMainWindow(QMainWindow):
         self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
         self.why.show_report(self.doc.why(self.doc.instruction))
         self.instructions.show_program(plan.program, self.doc.instruction)
-        self.conflicts.show_conflicts(conflicts, self.doc.rejection)
+        self._show_conflicts(conflicts)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
         self._graph_stale = True
         self._compare_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
         self._show_sass_of_current()
+
+    def _show_conflicts(self, conflicts) -> None:
+        """List the conflicts; a plan that turns broken (or an edit refused) brings the Conflicts tab forward,
+        its label red while there is something to read there."""
+        was = bool(self.conflicts.conflicts) or bool(self.conflicts.status.styleSheet())
+        self.conflicts.show_conflicts(conflicts, self.doc.rejection)
+        now = bool(conflicts) or bool(self.doc.rejection)
+        if now and not was:
+            self.edit_tabs.setCurrentWidget(self.conflicts)
+        index = self.edit_tabs.indexOf(self.conflicts)
+        self.edit_tabs.tabBar().setTabTextColor(index, QColor("#d62728") if now else self.palette().windowText().color())
 
     def status_line(self) -> str:
         plan, s = self.doc.plan, self.doc.session
@@ -321,7 +348,7 @@ class QtMainWindow(QMainWindow):
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
                 f"{p.get('registers')} registers of {plan.budget}, "
                 f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
-                + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid") + model)
+                + conflict_summary(conflicts) + model)
 
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()

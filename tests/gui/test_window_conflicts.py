@@ -76,3 +76,59 @@ def test_the_pressure_strip_marks_the_conflicting_instruction(broken):
     window.undo_action.trigger()
     window.flush()
     assert len(t.conflict_marks.getData()[0]) == 0 and len(t.conflict_columns.opts["x0"]) == 0
+
+
+def _fits_in(view, item) -> bool:
+    """Every line of ``item``'s text is as wide as the list's viewport at most, beside its icon."""
+    fm = view.fontMetrics()
+    icon = view.iconSize().width() + 8 if not item.icon().isNull() else 0
+    return all(fm.horizontalAdvance(line) + icon <= view.viewport().width() for line in item.text().split("\n"))
+
+
+def test_the_plans_list_badges_a_broken_plan_and_counts_its_conflicts_in_words(broken):
+    window, _busy = broken
+    view = window.plans_list.list
+    rows = {view.item(i).data(Qt.ItemDataRole.UserRole): view.item(i) for i in range(view.count())}
+    item = rows["hand 1"]
+    assert item.text().endswith("BROKEN: 1 conflict") and not item.icon().isNull()
+    assert "1 conflict" in item.toolTip() and window.doc.conflicts()[0].message in item.toolTip()
+    assert all(rows[n].icon().isNull() and "BROKEN" not in rows[n].text() for n in rows if n != "hand 1")
+    assert all(_fits_in(view, i) for i in rows.values())
+    _conflicting(window, "a_3_2")
+    item = next(view.item(i) for i in range(view.count()) if view.item(i).data(Qt.ItemDataRole.UserRole) == "hand 1")
+    count = len(window.doc.conflicts())
+    assert count >= 2 and item.text().endswith(f"BROKEN: {count} conflicts") and _fits_in(view, item)
+    assert window.status_text.text().endswith(f"BROKEN: {count} conflicts")
+    assert window.conflicts.status.text().startswith(f"BROKEN: {count} conflicts")
+
+
+def _tabs_all_shown(tabs) -> bool:
+    bar = tabs.tabBar()
+    return all(bar.tabRect(i).right() <= bar.width() and bar.tabRect(i).width() >= bar.fontMetrics()
+               .horizontalAdvance(bar.tabText(i)) for i in range(bar.count()))
+
+
+def test_the_conflict_text_reads_in_full_in_a_tab_no_arrow_hides(broken):
+    window, _busy = broken
+    assert window.edit_tabs.tabText(window.edit_tabs.indexOf(window.conflicts)) == "Conflicts"
+    window.edit_tabs.setCurrentWidget(window.conflicts)
+    QApplication.processEvents()
+    for tabs in (window.side_tabs, window.edit_tabs):
+        assert tabs.isVisible() and _tabs_all_shown(tabs), [tabs.tabText(i) for i in range(tabs.count())]
+    view = window.conflicts.list
+    item = view.item(0)
+    message = window.doc.conflicts()[0].message
+    assert item.text() == message == item.toolTip()
+    rect = view.visualItemRect(item)
+    needed = view.fontMetrics().boundingRect(0, 0, view.viewport().width(), 10000, Qt.TextFlag.TextWordWrap,
+                                             message)
+    assert rect.right() <= view.viewport().width() and rect.height() >= needed.height() > view.fontMetrics().height()
+
+
+def test_a_plan_that_turns_broken_brings_the_conflicts_tab_forward(qtbot):
+    window = open_window(qtbot, 8, 8, 8, {"tile": [4, 4]}, "chaitin-briggs")
+    window.edit_tabs.setCurrentWidget(window.history)
+    _conflicting(window)
+    assert window.edit_tabs.currentWidget() is window.conflicts
+    bar = window.edit_tabs.tabBar()
+    assert bar.tabTextColor(window.edit_tabs.indexOf(window.conflicts)) == QColor("#d62728")
