@@ -139,10 +139,11 @@ class TimelineData:
     def bars_of(self, mask: np.ndarray) -> Bars:
         return Bars(self.x0[mask], self.x1[mask], self.y(self.row[mask]))
 
-    def selection_bars(self, name: str | None) -> Bars:
-        """Every bar of value ``name`` (none for an unknown name)."""
-        v = self.number.get(name) if name else None
-        return _empty_bars() if v is None else self.bars_of(self.value == v)
+    def selection_bars(self, names) -> Bars:
+        """Every bar of the value ``names`` or of each value of the tuple ``names`` (none for unknown names)."""
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        values = [self.number[n] for n in names if n in self.number]
+        return self.bars_of(np.isin(self.value, values)) if values else _empty_bars()
 
     def operand_bars(self, rows) -> Bars:
         """Every bar of the values that the instructions ``rows`` write or read (none without ``operands``):

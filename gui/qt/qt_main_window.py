@@ -269,8 +269,9 @@ class QtMainWindow(QMainWindow):
         self.plans_list.reorderRequested.connect(self.reorder_plans)
         for view in (self.timeline, self.graph, self.table, self.why):
             view.valueSelected.connect(d.select)
-        for view in (self.timeline, self.instructions, self.conflicts):
+        for view in (self.timeline, self.instructions):
             view.instructionSelected.connect(d.select_instruction)
+        self.conflicts.conflictSelected.connect(self.select_conflict)
         self.sass_view.irSelected.connect(d.select_instruction)    # a SASS instruction -> its plan instruction
         self.timeline.valueDropped.connect(self.drop_value)
         self.timeline.contextRequested.connect(self.value_menu)
@@ -311,10 +312,10 @@ class QtMainWindow(QMainWindow):
             return
         analysis = self.doc.analysis()
         conflicts = self.doc.conflicts()
-        self.timeline.show_plan(plan, analysis, conflicts, self.doc.selection)
+        self.timeline.show_plan(plan, analysis, conflicts, self.doc.selected)
         self.timeline.set_instruction(self.doc.instruction)
         self._show_critical_path()
-        self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
+        self.table.set_plan(plan, analysis, conflicts, self.doc.selected)
         self.why.show_report(self.doc.why(self.doc.instruction))
         self.instructions.show_program(plan.program, self.doc.instruction)
         self._show_conflicts(conflicts)
@@ -397,9 +398,14 @@ class QtMainWindow(QMainWindow):
         self.timeline.set_critical(*(critical_path_points(plan, f.critical) if isinstance(f, IlpFigures)
                                      else ((), ())))
 
+    def select_conflict(self, values: tuple, instruction: int) -> None:
+        """Select a conflict's values (all of them) and its instruction in every view."""
+        self.doc.select(*values)
+        self.doc.select_instruction(instruction)
+
     def _selection_changed(self, name: str) -> None:
-        self.timeline.set_selection(name or None)
-        self.table.set_selection(name or None)
+        self.timeline.set_selection(self.doc.selected)
+        self.table.set_selection(self.doc.selected)
         if self.tabs.currentWidget() is self.graph:
             self.graph.set_selection(name or None)
         else:

@@ -174,9 +174,10 @@ class QtInstructionList(QWidget):
 
 
 class QtConflicts(QWidget):
-    """Every conflict of the current plan at once, and the reason of the last rejected edit."""
+    """Every conflict of the current plan at once, and the reason of the last rejected edit; a click on a
+    conflict asks for its values and its instruction to be selected (``conflictSelected``)."""
 
-    instructionSelected = Signal(int)
+    conflictSelected = Signal(tuple, int)     # the conflict's values, its instruction (-1: none)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -213,7 +214,7 @@ class QtConflicts(QWidget):
 
     def _clicked(self, item) -> None:
         c = self.conflicts[self.list.row(item)]
-        self.instructionSelected.emit(c.instruction)
+        self.conflictSelected.emit(tuple(c.values), c.instruction)
 
 
 class QtPlansList(QWidget):

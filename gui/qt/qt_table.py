@@ -9,7 +9,7 @@ undoable assignment edit.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineEdit, QStyledItemDelegate,
                                QTableView, QVBoxLayout, QWidget)
@@ -211,17 +211,28 @@ class QtAllocationTable(QWidget):
             self.valueSelected.emit(name)
             self.contextRequested.emit(name, self.view.viewport().mapToGlobal(pos))
 
-    def set_selection(self, name: str | None) -> None:
-        row = self.model_.row_of(name) if name else None
+    def set_selection(self, names) -> None:
+        """Select the row of value ``names`` (or the rows of a tuple of names, the first current; None: none)."""
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        rows = [r for r in map(self.model_.row_of, names) if r is not None]
         self._quiet = True
-        if row is None:
-            self.view.clearSelection()
-        else:
+        self.view.clearSelection()
+        for k, row in enumerate(rows):
             index = self.proxy.mapFromSource(self.model_.index(row, 0))
-            if index.isValid():
+            if not index.isValid():
+                continue
+            if k == 0:
                 self.view.setCurrentIndex(index)
                 self.view.scrollTo(index)
+            else:
+                self.view.selectionModel().select(index, QItemSelectionModel.SelectionFlag.Select
+                                                  | QItemSelectionModel.SelectionFlag.Rows)
         self._quiet = False
+
+    def selected_names(self) -> list[str]:
+        """The values of the selected rows, in table order."""
+        rows = self.view.selectionModel().selectedRows()
+        return [self.model_.name_at(self.proxy.mapToSource(i).row()) for i in sorted(rows, key=lambda i: i.row())]
 
     def selected_name(self) -> str | None:
         index = self.view.currentIndex()

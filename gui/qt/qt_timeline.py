@@ -284,7 +284,8 @@ class QtTimeline(QWidget):
         if bars is not None and len(bars):
             self.legend.addItem(self.conflict_item, timeline_model.CONFLICT_LABEL)
 
-    def set_selection(self, name: str | None) -> None:
+    def set_selection(self, name) -> None:
+        """Outline the bars of value ``name`` (or of each value of a tuple of names; None: none)."""
         bars = self.data.selection_bars(name) if self.data is not None else None
         if bars is None or not len(bars):
             self.select_item.setOpts(x0=[], x1=[], y=[])

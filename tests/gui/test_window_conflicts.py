@@ -132,3 +132,24 @@ def test_a_plan_that_turns_broken_brings_the_conflicts_tab_forward(qtbot):
     assert window.edit_tabs.currentWidget() is window.conflicts
     bar = window.edit_tabs.tabBar()
     assert bar.tabTextColor(window.edit_tabs.indexOf(window.conflicts)) == QColor("#d62728")
+
+
+def test_clicking_a_conflict_selects_both_values_and_the_instruction(broken):
+    from PySide6.QtTest import QTest
+
+    window, busy = broken
+    window.edit_tabs.setCurrentWidget(window.conflicts)
+    QApplication.processEvents()
+    conflict = window.doc.conflicts()[0]
+    assert set(conflict.values) == {"a_3_1", busy}
+    view = window.conflicts.list
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     view.visualItemRect(view.item(0)).center())
+    QApplication.processEvents()
+    assert window.doc.selected == tuple(conflict.values) and window.doc.instruction == conflict.instruction
+    drawn = window.timeline.select_item.opts
+    bars = window.timeline.data.selection_bars(conflict.values)
+    assert len(drawn["x0"]) == len(bars) > len(window.timeline.data.selection_bars(conflict.values[0]))
+    assert sorted(window.table.selected_names()) == sorted(conflict.values)
+    assert window.instructions.list.currentRow() == conflict.instruction
+    assert window.why.report.index == conflict.instruction
