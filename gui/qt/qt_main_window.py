@@ -23,7 +23,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter, QUndoStack
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
+                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
 
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
@@ -43,7 +43,7 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, clear_autosave
+from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, best_plan, clear_autosave
 from gui.model.timeline import critical_path_points
 from gui.model.words import conflict_summary
 
@@ -107,6 +107,7 @@ class QtMainWindow(QMainWindow):
         self._redraw_pending = False
         self._graph_stale = self._compare_stale = True
         self._planned_cache: dict = {}
+        self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
         self._build_widgets()
         self._build_actions()
@@ -191,6 +192,8 @@ class QtMainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.jobs.cancel_all)
         self.toolchain_label = QLabel("toolchain: checking...")
         self.status_text = QLabel()
+        # a long line never widens the window; the whole line is in the tooltip
+        self.status_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = self.statusBar()
         bar.addWidget(self.status_text, 1)
         bar.addPermanentWidget(self.progress)
@@ -324,6 +327,7 @@ class QtMainWindow(QMainWindow):
         self._compare_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
+        self.status_text.setToolTip(self.status_text.text())
         self._show_sass_of_current()
 
     def _show_conflicts(self, conflicts) -> None:
@@ -349,7 +353,8 @@ class QtMainWindow(QMainWindow):
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
                 f"{p.get('registers')} registers of {plan.budget}, "
                 f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
-                + conflict_summary(conflicts) + model)
+                + conflict_summary(conflicts) + model
+                + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
 
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()
@@ -440,9 +445,13 @@ class QtMainWindow(QMainWindow):
                         on_error=self._job_failed)
 
     def _workload_ready(self, workload: dict, options: dict, plans: dict) -> None:
+        """Show the new workload's plans: the plan shown now if there is one of that name, else the best
+        verified plan (the status line says which and why)."""
         text = f"workload {config_label(workload)} (tile {options.get('tile') or 'auto'}, " \
                f"{options.get('schedule')}, budget {options.get('budget')})"
-        self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans))
+        best = None if self.doc.session.current in plans else best_plan(plans, self.doc.conflicts)
+        self.chosen = (plans[best[0]], best[1]) if best else None
+        self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans, best[0] if best else None))
 
     def allocate_now(self, workload: dict, options: dict) -> None:
         """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""

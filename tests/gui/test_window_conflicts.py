@@ -153,3 +153,23 @@ def test_clicking_a_conflict_selects_both_values_and_the_instruction(broken):
     assert sorted(window.table.selected_names()) == sorted(conflict.values)
     assert window.instructions.list.currentRow() == conflict.instruction
     assert window.why.report.index == conflict.instruction
+
+
+def test_the_window_opens_on_the_best_verified_plan_and_says_which(qtbot):
+    from gui.qt.qt_main_window import QtMainWindow
+
+    window = QtMainWindow(restore=False, start_jobs=False)
+    qtbot.addWidget(window)
+    window.show()
+    window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
+    plans = window.doc.session.plans
+    figures = {n: (p.predicted["registers"], p.predicted["spilled_values"]) for n, p in plans.items()}
+    best = min(figures.values())
+    current = window.doc.session.current
+    assert figures[current] == best and figures["naive"] > best
+    assert list(plans).index(current) == min(list(plans).index(n) for n in plans if figures[n] == best)
+    assert f"showing {current}: of 4 verified plans, the fewest registers ({best[0]}), then spills ({best[1]})" \
+        in window.status_text.text()
+    window.doc.set_current("naive")
+    window.flush()
+    assert "showing" not in window.status_text.text()
