@@ -169,9 +169,9 @@ class QtMainWindow(QMainWindow):
         left = QWidget()
         layout = QVBoxLayout(left)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll, 3)
+        layout.addWidget(scroll, 5)          # the checked workload's fields and the options, unscrolled at 1500x950
         layout.addWidget(QLabel("Plans"))
-        layout.addWidget(self.plans_list, 2)
+        layout.addWidget(self.plans_list, 3)
         docks = []
         for widget, title, area in ((left, "Workload and plans", Qt.DockWidgetArea.LeftDockWidgetArea),
                                     (self.side_tabs, "Details", Qt.DockWidgetArea.RightDockWidgetArea),
