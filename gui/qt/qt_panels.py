@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QListWidg
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.plan import registers_used
-from gui.model.registers import register_text
+from gui.model.registers import natural_key, register_text
 from gui.model.why import WhyReport
 from gui.model.words import conflict_summary
 
@@ -39,6 +39,17 @@ def broken_badge(size: int = 16) -> QIcon:
     return QIcon(pixmap)
 
 
+WHY_COLUMNS = ("value", "register", "type", "role", "defined at", "used at")
+
+
+class _NaturalItem(QTreeWidgetItem):
+    """A row that sorts as a reader counts: ``%s_3_2`` before ``%s_3_14``, R9 before R10, 9 before 10."""
+
+    def __lt__(self, other) -> bool:
+        column = self.treeWidget().sortColumn() if self.treeWidget() else 0
+        return natural_key(self.text(column)) < natural_key(other.text(column))
+
+
 class QtWhyPanel(QWidget):
     """At the peak (or the instruction the user picked): the values live there, where each is defined and used."""
 
@@ -49,9 +60,10 @@ class QtWhyPanel(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["value", "type", "role", "register", "defined at", "used at"])
+        self.tree.setHeaderLabels(list(WHY_COLUMNS))      # the register beside the value: on screen in the dock
         self.tree.setRootIsDecorated(False)
         self.tree.setSortingEnabled(True)
+        self.tree.sortByColumn(0, Qt.SortOrder.AscendingOrder)     # Qt's own default is descending
         self.tree.itemClicked.connect(lambda item, _col: self.valueSelected.emit(item.text(0).lstrip("%")))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -69,10 +81,14 @@ class QtWhyPanel(QWidget):
             self.caption.setText("")
             return
         self.caption.setText(report.caption)
-        self.tree.addTopLevelItems([QTreeWidgetItem([f"%{r.name}", r.type, r.role, register_text(r.registers),
-                                                     ", ".join(map(str, r.defined)),
-                                                     ", ".join(map(str, r.used)) or "-"]) for r in report.rows])
-        for c in range(6):
+        items = [_NaturalItem([f"%{r.name}", register_text(r.registers), r.type, r.role,
+                               ", ".join(map(str, r.defined)), ", ".join(map(str, r.used)) or "-"])
+                 for r in report.rows]
+        for item in items:
+            for c in range(len(WHY_COLUMNS)):
+                item.setToolTip(c, item.text(c))
+        self.tree.addTopLevelItems(items)
+        for c in range(len(WHY_COLUMNS)):
             self.tree.resizeColumnToContents(c)
 
 
