@@ -229,6 +229,10 @@ class QtMainWindow(QMainWindow):
         self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
         self.redo_action = self.stack.createRedoAction(self, "Redo")
         self.redo_action.setShortcut(QKeySequence("Ctrl+Shift+Z"))
+        for action, word in ((self.undo_action, "Undo"), (self.redo_action, "Redo")):
+            # the toolbar button keeps one short word, so the buttons after it never move; the menu item and
+            # the tooltip carry the whole action ("Undo hand 1: assign %a_3_1 to R50"), as the History tab does
+            action.setIconText(word)
         edit_menu.addAction(self.undo_action)
         edit_menu.addAction(self.redo_action)
         edit_menu.addSeparator()
