@@ -194,6 +194,7 @@ class QtAllocationTable(QWidget):
         self.view = QTableView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
+        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)     # by value, natural order (Qt's default: descending)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setItemDelegateForColumn(REGISTER_COLUMN, _RegisterDelegate(self))
@@ -213,8 +214,15 @@ class QtAllocationTable(QWidget):
         self._quiet = True
         if self.model_.set_plan(plan, analysis, conflicts):
             self.view.resizeColumnsToContents()
+            self._fit_value_column()
         self._quiet = False
         self.set_selection(selection)
+
+    def _fit_value_column(self) -> None:
+        """The value column as wide as its longest name (Qt sizes columns from a sample of 64 rows)."""
+        fm = self.view.fontMetrics()
+        wide = max((fm.horizontalAdvance(f"%{r[0]}") for r in self.model_.rows), default=0)
+        self.view.setColumnWidth(0, max(self.view.columnWidth(0), wide + 16))
 
     def _row_changed(self, current, _previous) -> None:
         if self._quiet or not current.isValid():

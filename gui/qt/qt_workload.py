@@ -52,7 +52,7 @@ class QtGemmForm(QGroupBox):
         form.addRow("N", self.n)
         form.addRow("K", self.k)
         self.tile = QComboBox()
-        # the longest entry ("auto (largest within headroom)") must not widen the panel past its dock
+        # a long entry must not widen the panel past its dock
         self.tile.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.tile.setMinimumContentsLength(8)
         self.schedule = _combo(SCHEDULES, "k-outer")
@@ -70,7 +70,8 @@ class QtGemmForm(QGroupBox):
         current = self.tile.currentText()
         self.tile.blockSignals(True)
         self.tile.clear()
-        self.tile.addItem("auto (largest within headroom)")
+        self.tile.addItem("auto")           # the words would be cut in the dock: they are the tooltip
+        self.tile.setItemData(0, "auto: the largest tile within the headroom target", Qt.ItemDataRole.ToolTipRole)
         self.tile.addItems([f"{a}x{b}" for a, b in tiles(Gemm(self.m.value(), self.n.value(), 2))])
         if self.tile.findText(current) >= 0:
             self.tile.setCurrentText(current)

@@ -47,6 +47,10 @@ def test_the_allocation_tables_value_and_register_columns_are_on_screen(qtbot, s
                 [model.data(model.index(r, column)) for r in range(model.rowCount())]
         assert _column_shown(view, column, texts), (column, view.columnWidth(column), view.viewport().width())
     assert model.headerData(1, Qt.Orientation.Horizontal) == "registers"
+    shown = [view.model().index(r, 0).data() for r in range(view.model().rowCount())]
+    assert shown == sorted(shown, key=natural_key)                    # by value at the start, ascending
+    tile = window.workload_panel.forms["gemm"].tile
+    assert tile.width() >= tile.fontMetrics().horizontalAdvance(tile.currentText()) + 24   # the field reads whole
 
 
 def test_sorting_the_allocation_table_by_value_is_natural(qtbot):
