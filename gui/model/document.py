@@ -146,6 +146,8 @@ class Document:
         #: where this document autosaves (its window's :class:`gui.model.session.AutosaveSlot`; None: slot 0)
         self.autosave_file = None
         self.selection: str | None = None
+        #: every selected value, ``selection`` first (a conflict selects both of its values)
+        self.selected: tuple[str, ...] = ()
         self.instruction: int | None = None
         self.rejection: str | None = None
         self.events = DocumentEvents()
@@ -265,14 +267,14 @@ class Document:
         """A new workload and options with their plans; selection and measurements are cleared."""
         self.session.workload, self.session.options = dict(workload), dict(options)
         self.session.measurements = {}
-        self.selection, self.instruction = None, None
+        self.selection, self.selected, self.instruction = None, (), None
         self.events.workload.emit()
         self.set_plans(plans, current)
 
     def replace_session(self, session: Session) -> None:
         """Show another session (a restored autosave): everything changes, nothing is undoable across it."""
         self.session = session
-        self.selection, self.instruction, self.rejection = None, None, None
+        self.selection, self.selected, self.instruction, self.rejection = None, (), None, None
         self.events.workload.emit()
         self.events.plans.emit()
         self.events.current.emit()
@@ -284,11 +286,13 @@ class Document:
             self.events.current.emit()
             self.autosave()
 
-    def select(self, value: str | None) -> None:
-        """Select a value (None: no selection) in every view."""
+    def select(self, value: str | None, *also: str) -> None:
+        """Select a value (None: no selection) in every view, and the values ``also`` beside it (the values
+        of a conflict); the event carries the first."""
         value = value or None
-        if value != self.selection:
-            self.selection = value
+        selected = (value, *(a for a in also if a and a != value)) if value else ()
+        if selected != self.selected:
+            self.selection, self.selected = value, selected
             self.events.selection.emit(value)
 
     def select_instruction(self, index: int | None) -> None:

@@ -8,6 +8,8 @@ budget, pairs even-aligned; ``parse_registers(register_text(r)) == r``.
 
 from __future__ import annotations
 
+import re
+
 from engine.plan import Plan
 
 
@@ -56,3 +58,17 @@ def parse_registers(text: str) -> tuple[int, ...]:
     """
     parts = [p.strip().upper().lstrip("R") for p in text.replace(",", ":").split(":") if p.strip()]
     return tuple(int(p) for p in parts)
+
+
+def natural_key(text: str) -> str:
+    """A key that sorts names as a reader counts (``%s_3_2`` before ``%s_3_14``): every run of digits padded
+    to ten places, so a plain string comparison (a Qt sort role) gives the natural order.
+
+    Examples
+    --------
+    >>> sorted(["%s_3_14", "%s_3_2", "%s_3_1", "%s_10_0"], key=natural_key)
+    ['%s_3_1', '%s_3_2', '%s_3_14', '%s_10_0']
+    >>> natural_key("R4:R5")
+    'R0000000004:R0000000005'
+    """
+    return re.sub(r"\d+", lambda m: m.group().zfill(10), text)

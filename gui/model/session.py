@@ -107,6 +107,34 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
     return plans
 
 
+def best_plan(plans: dict, conflicts_of) -> tuple[str, str] | None:
+    """The plan to show first and why: of the verified plans (no conflict: ``conflicts_of(plan)`` is empty),
+    the one with the fewest registers, then the fewest spilled values, then the first; None when no plan is
+    verified.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as P
+    >>> plans = {"naive": P(predicted={"registers": 50, "spilled_values": 0}),
+    ...          "dsatur": P(predicted={"registers": 13, "spilled_values": 1}),
+    ...          "linear-scan": P(predicted={"registers": 13, "spilled_values": 0}),
+    ...          "hand 1": P(predicted={"registers": 9, "spilled_values": 0})}
+    >>> best_plan(plans, lambda p: ["x"] if p is plans["hand 1"] else [])
+    ('linear-scan', 'showing linear-scan: of 3 verified plans, the fewest registers (13), then spills (0)')
+    """
+    def figures(plan):
+        p = plan.predicted or {}
+        return int(p.get("registers", 1 << 30)), int(p.get("spilled_values", 1 << 30))
+
+    verified = [name for name, plan in plans.items() if not conflicts_of(plan)]
+    if not verified:
+        return None
+    name = min(verified, key=lambda n: figures(plans[n]))
+    registers, spills = figures(plans[name])
+    return name, (f"showing {name}: of {len(verified)} verified plan{'s' * (len(verified) != 1)}, "
+                  f"the fewest registers ({registers}), then spills ({spills})")
+
+
 @dataclass
 class Session:
     """What the window shows and edits."""

@@ -139,10 +139,11 @@ class TimelineData:
     def bars_of(self, mask: np.ndarray) -> Bars:
         return Bars(self.x0[mask], self.x1[mask], self.y(self.row[mask]))
 
-    def selection_bars(self, name: str | None) -> Bars:
-        """Every bar of value ``name`` (none for an unknown name)."""
-        v = self.number.get(name) if name else None
-        return _empty_bars() if v is None else self.bars_of(self.value == v)
+    def selection_bars(self, names) -> Bars:
+        """Every bar of the value ``names`` or of each value of the tuple ``names`` (none for unknown names)."""
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        values = [self.number[n] for n in names if n in self.number]
+        return self.bars_of(np.isin(self.value, values)) if values else _empty_bars()
 
     def operand_bars(self, rows) -> Bars:
         """Every bar of the values that the instructions ``rows`` write or read (none without ``operands``):
@@ -173,6 +174,21 @@ class TimelineData:
                 if v is not None:
                     mask |= (self.value == v) & (self.x0 <= at) & (self.x1 >= at)
         return self.bars_of(mask)
+
+    def conflict_points(self, conflicts) -> tuple[np.ndarray, np.ndarray]:
+        """Where the pressure strip marks the conflicts: x (instruction + 0.5) and the pressure there, once per
+        instruction, sorted; a conflict at no instruction (a value without a register) has no mark.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as C
+        >>> d = TimelineData(["x"], ["f32"], ["scalar"], np.array([0]), np.array([0]), np.array([4]),
+        ...                  np.array([[0]]), [1, 2, 3])
+        >>> [a.tolist() for a in d.conflict_points([C(instruction=2), C(instruction=-1), C(instruction=2)])]
+        [[2.5], [3.0]]
+        """
+        at = sorted({c.instruction for c in conflicts if 0 <= c.instruction < len(self.pressure)})
+        return np.asarray(at, dtype=float) + 0.5, self.pressure[np.asarray(at, dtype=np.int64)].astype(float)
 
     def pressure_steps(self) -> tuple[np.ndarray, np.ndarray]:
         """x edges (n + 1) and pressure (n) for a step curve."""
@@ -240,7 +256,7 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
     --------
     >>> from engine.ir import parse
     >>> from engine.liveness import analyze
-    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 2\\n  st.global %y, 0, %x\\n  exit\\n")
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 8\\n  st.global %y, 0, %x\\n  exit\\n")
     >>> d = plan_timeline(Plan(p, {"x": (0,), "y": (2, 3)}, {}, 4, "hand"), analyze(p))
     >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars()), d.peak_label
     ([0, 2, 3], 4, 3, ['A fragment', 'address'], 'MAXLIVE')
@@ -358,6 +374,8 @@ def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
 
 #: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
 CRITICAL_LABEL = "critical path (model)"
+#: the legend's label of the hatched bars: :meth:`TimelineData.conflict_bars`
+CONFLICT_LABEL = "conflict (a register shared while both live)"
 #: the legend's label of the outlined bars: :meth:`TimelineData.operand_bars` of the marked instructions
 OPERAND_LABEL = "written or read by the marked instruction(s)"
 

@@ -2,7 +2,8 @@
 
 Left: the workload panel and the plans list. Centre: timeline, interference
 graph, compare, actual (SASS) and budget-sweep tabs. Right: why-this-many,
-allocation table, instructions, conflicts and the undo history. Every edit
+allocation table and instructions; under them the conflicts and the undo
+history, in a dock of their own so that no tab hides behind tab-bar arrows. Every edit
 is a QUndoCommand on one stack; long work runs in background jobs with a
 progress bar and a Cancel button; errors come to one notification point and
 show in a dialog with details, and the session is kept.
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QPainter, QUndoStack
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter, QUndoStack
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QTabWidget,
+                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTabWidget,
                                QUndoView, QVBoxLayout, QWidget)
 
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
@@ -42,10 +43,13 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, clear_autosave
+from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, best_plan, clear_autosave
 from gui.model.timeline import critical_path_points
+from gui.model.words import conflict_summary
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
+#: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
+DETAILS_WIDTH = 380
 
 
 def _planned(plan: Plan):
@@ -103,6 +107,7 @@ class QtMainWindow(QMainWindow):
         self._redraw_pending = False
         self._graph_stale = self._compare_stale = True
         self._planned_cache: dict = {}
+        self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
         self._build_widgets()
         self._build_actions()
@@ -154,27 +159,31 @@ class QtMainWindow(QMainWindow):
         self.conflicts = QtConflicts()
         self.history = QUndoView(self.stack)
         self.history.setEmptyLabel("<session start>")
-        side = QTabWidget()
-        for widget, label in ((self.why, "Why this many"), (self.table, "Allocation"),
-                              (self.instructions, "Instructions"), (self.conflicts, "Conflicts"),
-                              (self.history, "History")):
-            side.addTab(widget, label)
-        self.side_tabs = side
+        # two docks of few tabs each, so every tab's label shows at the default size (no tab-bar arrows)
+        self.side_tabs = self._tabs((self.why, "Why this many"), (self.table, "Allocation"),
+                                    (self.instructions, "Instructions"))
+        self.edit_tabs = self._tabs((self.conflicts, "Conflicts"), (self.history, "History"))
         scroll = QScrollArea()
         scroll.setWidget(self.workload_panel)
         scroll.setWidgetResizable(True)
         left = QWidget()
         layout = QVBoxLayout(left)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll, 3)
+        layout.addWidget(scroll, 5)          # the checked workload's fields and the options, unscrolled at 1500x950
         layout.addWidget(QLabel("Plans"))
-        layout.addWidget(self.plans_list, 2)
+        layout.addWidget(self.plans_list, 3)
+        docks = []
         for widget, title, area in ((left, "Workload and plans", Qt.DockWidgetArea.LeftDockWidgetArea),
-                                    (side, "Details", Qt.DockWidgetArea.RightDockWidgetArea)):
+                                    (self.side_tabs, "Details", Qt.DockWidgetArea.RightDockWidgetArea),
+                                    (self.edit_tabs, "Conflicts and history", Qt.DockWidgetArea.RightDockWidgetArea)):
             dock = QDockWidget(title, self)
             dock.setObjectName(title)
             dock.setWidget(widget)
             self.addDockWidget(area, dock)
+            docks.append(dock)
+        self.details_dock, self.edits_dock = docks[1:]
+        self.resizeDocks(docks, [300, DETAILS_WIDTH, DETAILS_WIDTH], Qt.Orientation.Horizontal)
+        self.resizeDocks(docks[1:], [3, 1], Qt.Orientation.Vertical)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.hide()
@@ -183,11 +192,21 @@ class QtMainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.jobs.cancel_all)
         self.toolchain_label = QLabel("toolchain: checking...")
         self.status_text = QLabel()
+        # a long line never widens the window; the whole line is in the tooltip
+        self.status_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = self.statusBar()
         bar.addWidget(self.status_text, 1)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
         bar.addPermanentWidget(self.toolchain_label)
+
+    @staticmethod
+    def _tabs(*pages) -> QTabWidget:
+        tabs = QTabWidget()
+        tabs.setUsesScrollButtons(False)
+        for widget, label in pages:
+            tabs.addTab(widget, label)
+        return tabs
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -210,6 +229,10 @@ class QtMainWindow(QMainWindow):
         self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
         self.redo_action = self.stack.createRedoAction(self, "Redo")
         self.redo_action.setShortcut(QKeySequence("Ctrl+Shift+Z"))
+        for action, word in ((self.undo_action, "Undo"), (self.redo_action, "Redo")):
+            # the toolbar button keeps one short word, so the buttons after it never move; the menu item and
+            # the tooltip carry the whole action ("Undo hand 1: assign %a_3_1 to R50"), as the History tab does
+            action.setIconText(word)
         edit_menu.addAction(self.undo_action)
         edit_menu.addAction(self.redo_action)
         edit_menu.addSeparator()
@@ -253,8 +276,9 @@ class QtMainWindow(QMainWindow):
         self.plans_list.reorderRequested.connect(self.reorder_plans)
         for view in (self.timeline, self.graph, self.table, self.why):
             view.valueSelected.connect(d.select)
-        for view in (self.timeline, self.instructions, self.conflicts):
+        for view in (self.timeline, self.instructions):
             view.instructionSelected.connect(d.select_instruction)
+        self.conflicts.conflictSelected.connect(self.select_conflict)
         self.sass_view.irSelected.connect(d.select_instruction)    # a SASS instruction -> its plan instruction
         self.timeline.valueDropped.connect(self.drop_value)
         self.timeline.contextRequested.connect(self.value_menu)
@@ -295,19 +319,31 @@ class QtMainWindow(QMainWindow):
             return
         analysis = self.doc.analysis()
         conflicts = self.doc.conflicts()
-        self.timeline.show_plan(plan, analysis, conflicts, self.doc.selection)
+        self.timeline.show_plan(plan, analysis, conflicts, self.doc.selected)
         self.timeline.set_instruction(self.doc.instruction)
         self._show_critical_path()
-        self.table.set_plan(plan, analysis, conflicts, self.doc.selection)
+        self.table.set_plan(plan, analysis, conflicts, self.doc.selected)
         self.why.show_report(self.doc.why(self.doc.instruction))
         self.instructions.show_program(plan.program, self.doc.instruction)
-        self.conflicts.show_conflicts(conflicts, self.doc.rejection)
+        self._show_conflicts(conflicts)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
         self._graph_stale = True
         self._compare_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
+        self.status_text.setToolTip(self.status_text.text())
         self._show_sass_of_current()
+
+    def _show_conflicts(self, conflicts) -> None:
+        """List the conflicts; a plan that turns broken (or an edit refused) brings the Conflicts tab forward,
+        its label red while there is something to read there."""
+        was = bool(self.conflicts.conflicts) or bool(self.conflicts.status.styleSheet())
+        self.conflicts.show_conflicts(conflicts, self.doc.rejection)
+        now = bool(conflicts) or bool(self.doc.rejection)
+        if now and not was:
+            self.edit_tabs.setCurrentWidget(self.conflicts)
+        index = self.edit_tabs.indexOf(self.conflicts)
+        self.edit_tabs.tabBar().setTabTextColor(index, QColor("#d62728") if now else self.palette().windowText().color())
 
     def status_line(self) -> str:
         plan, s = self.doc.plan, self.doc.session
@@ -321,7 +357,8 @@ class QtMainWindow(QMainWindow):
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
                 f"{p.get('registers')} registers of {plan.budget}, "
                 f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
-                + (f"BROKEN: {len(conflicts)} conflicts" if conflicts else "valid") + model)
+                + conflict_summary(conflicts) + model
+                + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
 
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()
@@ -370,9 +407,14 @@ class QtMainWindow(QMainWindow):
         self.timeline.set_critical(*(critical_path_points(plan, f.critical) if isinstance(f, IlpFigures)
                                      else ((), ())))
 
+    def select_conflict(self, values: tuple, instruction: int) -> None:
+        """Select a conflict's values (all of them) and its instruction in every view."""
+        self.doc.select(*values)
+        self.doc.select_instruction(instruction)
+
     def _selection_changed(self, name: str) -> None:
-        self.timeline.set_selection(name or None)
-        self.table.set_selection(name or None)
+        self.timeline.set_selection(self.doc.selected)
+        self.table.set_selection(self.doc.selected)
         if self.tabs.currentWidget() is self.graph:
             self.graph.set_selection(name or None)
         else:
@@ -407,9 +449,13 @@ class QtMainWindow(QMainWindow):
                         on_error=self._job_failed)
 
     def _workload_ready(self, workload: dict, options: dict, plans: dict) -> None:
+        """Show the new workload's plans: the plan shown now if there is one of that name, else the best
+        verified plan (the status line says which and why)."""
         text = f"workload {config_label(workload)} (tile {options.get('tile') or 'auto'}, " \
                f"{options.get('schedule')}, budget {options.get('budget')})"
-        self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans))
+        best = None if self.doc.session.current in plans else best_plan(plans, self.doc.conflicts)
+        self.chosen = (plans[best[0]], best[1]) if best else None
+        self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans, best[0] if best else None))
 
     def allocate_now(self, workload: dict, options: dict) -> None:
         """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""

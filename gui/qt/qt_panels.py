@@ -7,14 +7,47 @@ window turns each request into one undoable command.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QIcon, QKeySequence, QPainter, QPixmap, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine.plan import registers_used
-from gui.model.registers import register_text
+from gui.model.registers import natural_key, register_text
 from gui.model.why import WhyReport
+from gui.model.words import conflict_summary
+
+BROKEN_COLOUR = "#d62728"
+
+
+def broken_badge(size: int = 16) -> QIcon:
+    """The badge of a plan with conflicts: a red disc with a white "!" (seen in any theme, beside any text)."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setBrush(QColor(BROKEN_COLOUR))
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.drawEllipse(0, 0, size, size)
+    font = QFont()
+    font.setBold(True)
+    font.setPixelSize(int(size * 0.8))
+    painter.setFont(font)
+    painter.setPen(QColor("white"))
+    painter.drawText(QRectF(0, 0, size, size), Qt.AlignmentFlag.AlignCenter, "!")
+    painter.end()
+    return QIcon(pixmap)
+
+
+WHY_COLUMNS = ("value", "register", "type", "role", "defined at", "used at")
+
+
+class _NaturalItem(QTreeWidgetItem):
+    """A row that sorts as a reader counts: ``%s_3_2`` before ``%s_3_14``, R9 before R10, 9 before 10."""
+
+    def __lt__(self, other) -> bool:
+        column = self.treeWidget().sortColumn() if self.treeWidget() else 0
+        return natural_key(self.text(column)) < natural_key(other.text(column))
 
 
 class QtWhyPanel(QWidget):
@@ -27,9 +60,10 @@ class QtWhyPanel(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["value", "type", "role", "register", "defined at", "used at"])
+        self.tree.setHeaderLabels(list(WHY_COLUMNS))      # the register beside the value: on screen in the dock
         self.tree.setRootIsDecorated(False)
         self.tree.setSortingEnabled(True)
+        self.tree.sortByColumn(0, Qt.SortOrder.AscendingOrder)     # Qt's own default is descending
         self.tree.itemClicked.connect(lambda item, _col: self.valueSelected.emit(item.text(0).lstrip("%")))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -47,10 +81,14 @@ class QtWhyPanel(QWidget):
             self.caption.setText("")
             return
         self.caption.setText(report.caption)
-        self.tree.addTopLevelItems([QTreeWidgetItem([f"%{r.name}", r.type, r.role, register_text(r.registers),
-                                                     ", ".join(map(str, r.defined)),
-                                                     ", ".join(map(str, r.used)) or "-"]) for r in report.rows])
-        for c in range(6):
+        items = [_NaturalItem([f"%{r.name}", register_text(r.registers), r.type, r.role,
+                               ", ".join(map(str, r.defined)), ", ".join(map(str, r.used)) or "-"])
+                 for r in report.rows]
+        for item in items:
+            for c in range(len(WHY_COLUMNS)):
+                item.setToolTip(c, item.text(c))
+        self.tree.addTopLevelItems(items)
+        for c in range(len(WHY_COLUMNS)):
             self.tree.resizeColumnToContents(c)
 
 
@@ -152,15 +190,20 @@ class QtInstructionList(QWidget):
 
 
 class QtConflicts(QWidget):
-    """Every conflict of the current plan at once, and the reason of the last rejected edit."""
+    """Every conflict of the current plan at once, and the reason of the last rejected edit; a click on a
+    conflict asks for its values and its instruction to be selected (``conflictSelected``)."""
 
-    instructionSelected = Signal(int)
+    conflictSelected = Signal(tuple, int)     # the conflict's values, its instruction (-1: none)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.list = QListWidget()
+        self.list.setWordWrap(True)             # a conflict's sentence wraps in the dock, never cut
+        self.list.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.list.itemClicked.connect(self._clicked)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -173,9 +216,10 @@ class QtConflicts(QWidget):
         self.list.clear()
         for c in self.conflicts:
             item = QListWidgetItem(c.message)
-            item.setForeground(QColor("#d62728"))
+            item.setToolTip(c.message)
+            item.setForeground(QColor(BROKEN_COLOUR))
             self.list.addItem(item)
-        text = (f"BROKEN: {len(self.conflicts)} conflict(s)" if self.conflicts else "valid: no conflicts")
+        text = conflict_summary(self.conflicts) if self.conflicts else "valid: no conflicts"
         if rejection:
             text += f"\nlast edit not applied: {rejection}"
         self.status.setText(text)
@@ -186,7 +230,7 @@ class QtConflicts(QWidget):
 
     def _clicked(self, item) -> None:
         c = self.conflicts[self.list.row(item)]
-        self.instructionSelected.emit(c.instruction)
+        self.conflictSelected.emit(tuple(c.values), c.instruction)
 
 
 class QtPlansList(QWidget):
@@ -201,6 +245,8 @@ class QtPlansList(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.list = QListWidget()
+        self.list.setWordWrap(True)             # a narrow dock wraps a line rather than cutting it
+        self.list.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.list.currentItemChanged.connect(self._current)
         self.list.itemChanged.connect(self._renamed)
         self.list.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
@@ -218,26 +264,34 @@ class QtPlansList(QWidget):
         layout.addLayout(row)
         self._quiet = False
         self.names: list[str] = []
+        self.badge = broken_badge()
 
     def show_plans(self, plans: dict, current: str | None, conflicts_of) -> None:
         self._quiet = True
         self.list.clear()
         self.names = list(plans)
         for name, plan in plans.items():
-            p = plan.predicted or {}
             broken = conflicts_of(plan)
-            text = (f"{name}\n  {p.get('registers', registers_used(plan.assignment))} regs, MAXLIVE "
-                    f"{p.get('maxlive', '?')}, {p.get('spilled_values', len(plan.spills))} spilled"
-                    + (f", BROKEN ({len(broken)} conflicts)" if broken else ""))
-            item = QListWidgetItem(text)
+            item = QListWidgetItem(self.plan_text(name, plan, broken))
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+            item.setToolTip(item.text() + "".join(f"\n{c.message}" for c in broken[:5])
+                            + (f"\n... ({len(broken)} in all: the Conflicts tab lists them)" if len(broken) > 5 else ""))
             if broken:
-                item.setForeground(QColor("#d62728"))
+                item.setForeground(QColor(BROKEN_COLOUR))
+                item.setIcon(self.badge)
             self.list.addItem(item)
             if name == current:
                 self.list.setCurrentItem(item)
         self._quiet = False
+
+    @staticmethod
+    def plan_text(name: str, plan, broken) -> str:
+        """A plan's row: its name, its headline figures and, when it has conflicts, how many (a line each)."""
+        p = plan.predicted or {}
+        return (f"{name}\n  {p.get('registers', registers_used(plan.assignment))} regs, MAXLIVE "
+                f"{p.get('maxlive', '?')}, {p.get('spilled_values', len(plan.spills))} spilled"
+                + (f"\n  {conflict_summary(broken)}" if broken else ""))
 
     def _with_current(self, fn) -> None:
         item = self.list.currentItem()

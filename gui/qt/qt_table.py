@@ -9,16 +9,18 @@ undoable assignment edit.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineEdit, QStyledItemDelegate,
                                QTableView, QVBoxLayout, QWidget)
 
 from engine.plan import Plan
 from engine.workloads.roles import role_of
-from gui.model.registers import free_registers, parse_registers, register_text
+from gui.model.registers import free_registers, natural_key, parse_registers, register_text
 
-COLUMNS = ("value", "type", "width", "role", "interval", "registers", "spill slot", "conflicts")
+#: the columns, the two a hand edit needs first (on screen in the narrow dock); FIELDS: each one's place in a row
+COLUMNS = ("value", "registers", "type", "width", "role", "interval", "spill slot", "conflicts")
+FIELDS = ("value", "type", "width", "role", "interval", "registers", "spill slot", "conflicts")
 REGISTER_COLUMN = COLUMNS.index("registers")
 
 
@@ -87,32 +89,47 @@ class QtAllocationModel(QAbstractTableModel):
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         row = self.rows[index.row()]
-        col = index.column()
+        column = COLUMNS[index.column()]
+        cell = row[FIELDS.index(column)]
         if role == Qt.ItemDataRole.DisplayRole:
-            if col == 4:
-                return f"{row[4][0]}-{row[4][1]}"
-            if col == 5:
-                return register_text(row[5])
-            if col == 6:
-                return "" if row[6] is None else str(row[6])
-            if col == 7:
-                return str(row[7]) if row[7] else ""
-            return str(row[col]) if col != 2 else row[2]
+            return self._text(column, cell)
         if role == Qt.ItemDataRole.EditRole:
-            return register_text(row[5]) if col == 5 else self.data(index)
+            return register_text(cell) if column == "registers" else self._text(column, cell)
         if role == Qt.ItemDataRole.UserRole:   # sort keys
-            if col == 4:
-                return row[4][0]
-            if col == 5:
-                return row[5][0] if row[5] else -1
-            if col == 6:
-                return -1 if row[6] is None else row[6]
-            return row[col]
-        if role == Qt.ItemDataRole.BackgroundRole and row[7]:
+            return self._sort_key(column, cell)
+        if role == Qt.ItemDataRole.BackgroundRole and row[-1]:
             return QColor(255, 90, 90, 70)
-        if role == Qt.ItemDataRole.ToolTipRole and col == 5:
-            return "double-click to choose a register free over this value's interval"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return ("double-click to choose a register free over this value's interval" if column == "registers"
+                    else self._text(column, cell))
         return None
+
+    @staticmethod
+    def _text(column: str, cell):
+        """A cell as it reads: a value as the IR spells it (``%acc_0_0``), registers as ``R4:R5``."""
+        if column == "value":
+            return f"%{cell}"
+        if column == "interval":
+            return f"{cell[0]}-{cell[1]}"
+        if column == "registers":
+            return register_text(cell)
+        if column == "spill slot":
+            return "" if cell is None else str(cell)
+        if column == "conflicts":
+            return str(cell) if cell else ""
+        return cell if column == "width" else str(cell)
+
+    @staticmethod
+    def _sort_key(column: str, cell):
+        if column == "value":
+            return natural_key(cell)
+        if column == "interval":
+            return cell[0]
+        if column == "registers":
+            return cell[0] if cell else -1
+        if column == "spill slot":
+            return -1 if cell is None else cell
+        return cell
 
     def flags(self, index):
         flags = super().flags(index)
@@ -177,6 +194,7 @@ class QtAllocationTable(QWidget):
         self.view = QTableView()
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
+        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)     # by value, natural order (Qt's default: descending)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setItemDelegateForColumn(REGISTER_COLUMN, _RegisterDelegate(self))
@@ -196,8 +214,15 @@ class QtAllocationTable(QWidget):
         self._quiet = True
         if self.model_.set_plan(plan, analysis, conflicts):
             self.view.resizeColumnsToContents()
+            self._fit_value_column()
         self._quiet = False
         self.set_selection(selection)
+
+    def _fit_value_column(self) -> None:
+        """The value column as wide as its longest name (Qt sizes columns from a sample of 64 rows)."""
+        fm = self.view.fontMetrics()
+        wide = max((fm.horizontalAdvance(f"%{r[0]}") for r in self.model_.rows), default=0)
+        self.view.setColumnWidth(0, max(self.view.columnWidth(0), wide + 16))
 
     def _row_changed(self, current, _previous) -> None:
         if self._quiet or not current.isValid():
@@ -211,17 +236,28 @@ class QtAllocationTable(QWidget):
             self.valueSelected.emit(name)
             self.contextRequested.emit(name, self.view.viewport().mapToGlobal(pos))
 
-    def set_selection(self, name: str | None) -> None:
-        row = self.model_.row_of(name) if name else None
+    def set_selection(self, names) -> None:
+        """Select the row of value ``names`` (or the rows of a tuple of names, the first current; None: none)."""
+        names = (names,) if isinstance(names, str) else tuple(names or ())
+        rows = [r for r in map(self.model_.row_of, names) if r is not None]
         self._quiet = True
-        if row is None:
-            self.view.clearSelection()
-        else:
+        self.view.clearSelection()
+        for k, row in enumerate(rows):
             index = self.proxy.mapFromSource(self.model_.index(row, 0))
-            if index.isValid():
+            if not index.isValid():
+                continue
+            if k == 0:
                 self.view.setCurrentIndex(index)
                 self.view.scrollTo(index)
+            else:
+                self.view.selectionModel().select(index, QItemSelectionModel.SelectionFlag.Select
+                                                  | QItemSelectionModel.SelectionFlag.Rows)
         self._quiet = False
+
+    def selected_names(self) -> list[str]:
+        """The values of the selected rows, in table order."""
+        rows = self.view.selectionModel().selectedRows()
+        return [self.model_.name_at(self.proxy.mapToSource(i).row()) for i in sorted(rows, key=lambda i: i.row())]
 
     def selected_name(self) -> str | None:
         index = self.view.currentIndex()

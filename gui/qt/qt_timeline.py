@@ -4,9 +4,12 @@ x = instruction index; one row per register (R0 at the top), spill slots in
 their own rows below; one bar per live segment of every value on each of
 its registers, coloured by role (one BarGraphItem per colour, so thousands
 of bars redraw in milliseconds); kernel phases and loop bodies shaded
-behind; conflicts outlined in red, the selected value in yellow. The
-pressure plot underneath shares the x axis and shows the budget, MAXLIVE
-and the peak. Hover shows a value's name, type, interval, definition and
+behind; conflicting bars hatched in white and outlined in magenta (one
+item, whatever their role colours), the selected values in yellow. The
+pressure plot underneath shares the x axis and shows the budget, MAXLIVE,
+the peak and a magenta cross over each conflicting instruction, whose
+column the register plot tints in magenta (seen at any zoom, where a bar
+is too thin to show its hatch). Hover shows a value's name, type, interval, definition and
 uses; a click selects an instruction (and the value under the pointer); a
 drag of a bar onto another row asks for an assignment edit
 (``valueDropped``).
@@ -37,7 +40,7 @@ import zlib
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from engine.plan import Plan
@@ -54,6 +57,9 @@ ROLE_COLOURS = {"A fragment": "#4e79a7", "B fragment": "#59a14f", "accumulator":
                 "softmax temporary": "#b07aa1", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
                 "predicate": "#bab0ac", "spill slot": "#555555", "SASS live range": "#4e79a7"}
 PHASE_ALPHA = 26
+#: conflicts: a colour no role has, and a white hatch that shows on every role colour and on the background
+CONFLICT_COLOUR = "#ff00ff"
+CONFLICT_HATCH = QBrush(QColor("#ffffff"), Qt.BrushStyle.BDiagPattern)
 
 
 def phase_colour(name: str) -> QColor:
@@ -135,8 +141,8 @@ class QtTimeline(QWidget):
         self.bar_items: dict[str, pg.BarGraphItem] = {}
         self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt", labelTextColor="#f0f0f0",
                                          brush=pg.mkBrush(20, 20, 24, 220), pen=pg.mkPen("#777777"))
-        self.conflict_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.9, pen=pg.mkPen("#ff0000", width=2),
-                                             brush=None)
+        self.conflict_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.9, brush=CONFLICT_HATCH,
+                                             pen=pg.mkPen(CONFLICT_COLOUR, width=2.5))
         self.select_item = pg.BarGraphItem(x0=[], x1=[], y=[], height=0.95, pen=pg.mkPen("#ffd700", width=2.5),
                                            brush=None)
         self.critical_item = pg.PlotDataItem([], [], pen=pg.mkPen("#d62728", width=1.5), symbol="o", symbolSize=5,
@@ -170,7 +176,14 @@ class QtTimeline(QWidget):
         self.peak = pg.ScatterPlotItem(size=10, brush="#e15759", symbol="t")
         self.cursor = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ffd700"))
         self.cursor2 = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ffd700"))
-        for item in (self.budget_line, self.maxlive_line, self.peak, self.cursor):
+        self.conflict_marks = pg.ScatterPlotItem([], [], symbol="x", size=16, brush=CONFLICT_COLOUR,
+                                                 pen=pg.mkPen("#ffffff", width=1))
+        self.conflict_marks.setZValue(10)
+        self.conflict_columns = pg.BarGraphItem(x0=[], x1=[], y0=[], y1=[], brush=pg.mkBrush(255, 0, 255, 50),
+                                                pen=pg.mkPen(255, 0, 255, 170))
+        self.conflict_columns.setZValue(7)
+        self.plot.addItem(self.conflict_columns)
+        for item in (self.budget_line, self.maxlive_line, self.peak, self.cursor, self.conflict_marks):
             self.pressure_plot.addItem(item)
         self.plot.addItem(self.cursor2)
         self.cursor.hide()
@@ -259,12 +272,20 @@ class QtTimeline(QWidget):
 
     def set_conflicts(self, conflicts) -> None:
         bars = self.data.conflict_bars(conflicts) if self.data is not None and conflicts else None
+        x, y = self.data.conflict_points(conflicts) if bars is not None else (np.zeros(0), np.zeros(0))
         if bars is None:
             self.conflict_item.setOpts(x0=[], x1=[], y=[])
         else:
             self.conflict_item.setOpts(x0=bars.x0, x1=bars.x1, y=bars.y, height=0.9)
+        self.conflict_marks.setData(x, y)
+        top = float(self.data.height) if self.data is not None else 0.0
+        self.conflict_columns.setOpts(x0=x - 0.5, x1=x + 0.5, y0=np.full(len(x), -0.5), y1=np.full(len(x), top))
+        self.legend.removeItem(self.conflict_item)
+        if bars is not None and len(bars):
+            self.legend.addItem(self.conflict_item, timeline_model.CONFLICT_LABEL)
 
-    def set_selection(self, name: str | None) -> None:
+    def set_selection(self, name) -> None:
+        """Outline the bars of value ``name`` (or of each value of a tuple of names; None: none)."""
         bars = self.data.selection_bars(name) if self.data is not None else None
         if bars is None or not len(bars):
             self.select_item.setOpts(x0=[], x1=[], y=[])

@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QDoubleSpinBox,
 
 from engine.arch import ARCHS, DEFAULT_ARCH
 from engine.errors import RegtuneError
-from engine.workloads import WORKLOADS, all_config_labels, config_label, parse_config_label  # noqa: F401 (re-exported)
+from engine.workloads import (WORKLOADS, all_config_labels, check_workload, config_label,  # noqa: F401 (re-exported)
+                              parse_config_label)
 from engine.workloads.gemm import SCHEDULES, Gemm, tiles
 from engine.workloads.mha import BATCHES, GROUPS, HEAD_DIMS, HEADS, SEQ_LEN, STRATEGIES
 
@@ -51,6 +52,9 @@ class QtGemmForm(QGroupBox):
         form.addRow("N", self.n)
         form.addRow("K", self.k)
         self.tile = QComboBox()
+        # a long entry must not widen the panel past its dock
+        self.tile.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.tile.setMinimumContentsLength(8)
         self.schedule = _combo(SCHEDULES, "k-outer")
         form.addRow("tile", self.tile)
         form.addRow("schedule", self.schedule)
@@ -66,7 +70,8 @@ class QtGemmForm(QGroupBox):
         current = self.tile.currentText()
         self.tile.blockSignals(True)
         self.tile.clear()
-        self.tile.addItem("auto (largest within headroom)")
+        self.tile.addItem("auto")           # the words would be cut in the dock: they are the tooltip
+        self.tile.setItemData(0, "auto: the largest tile within the headroom target", Qt.ItemDataRole.ToolTipRole)
         self.tile.addItems([f"{a}x{b}" for a, b in tiles(Gemm(self.m.value(), self.n.value(), 2))])
         if self.tile.findText(current) >= 0:
             self.tile.setCurrentText(current)
@@ -148,6 +153,8 @@ class QtWorkloadPanel(QWidget):
         self.picker.returnPressed.connect(self._picked)
         self.picker_error = QLabel()
         self.picker_error.setStyleSheet("color: #d62728")
+        self.picker_error.setWordWrap(True)        # the whole reason, on as many lines as it takes
+        self.picker_error.hide()
         self.forms = {name: form() for name, form in FORMS.items() if name in WORKLOADS}
         self.radios = {name: QRadioButton(name.upper()) for name in self.forms}
         next(iter(self.radios.values())).setChecked(True)
@@ -185,9 +192,11 @@ class QtWorkloadPanel(QWidget):
         return next(name for name, radio in self.radios.items() if radio.isChecked())
 
     def _sync_enabled(self):
+        """Show the checked workload's form only (the others would push its fields out of sight)."""
         checked = self._checked()
         for name, f in self.forms.items():
             f.setEnabled(name == checked)
+            f.setVisible(name == checked)
 
     def workload(self) -> dict:
         return self.forms[self._checked()].workload()
@@ -217,11 +226,22 @@ class QtWorkloadPanel(QWidget):
             self.workloadRequested.emit(self.workload(), self.options())
 
     def _picked(self):
+        """Show the config typed in the picker, exactly that one; anything else is refused with the reason and
+        nothing changes (a value out of range is never clamped to the nearest config)."""
+        text = self.picker.text().strip()
+        before = (self.workload(), self.options())
         try:
-            workload = parse_config_label(self.picker.text().strip())
+            workload = check_workload(parse_config_label(text), {}, repr(text))[0]
+            self.set_state(workload, self.options())
+            shown = self.workload()
+            if shown != workload:
+                raise RegtuneError(f"{text!r}: the form cannot show {config_label(workload)} "
+                                   f"(it shows {config_label(shown)})")
         except RegtuneError as e:
+            self.set_state(*before)
             self.picker_error.setText(str(e))
+            self.picker_error.show()
             return
+        self.picker_error.hide()
         self.picker_error.setText("")
-        self.set_state(workload, self.options())
         self._changed()
