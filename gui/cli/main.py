@@ -484,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
     p.add_argument("--plan-name", dest="current", metavar="NAME",
                    help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
-                        "(default: the best verified plan, as the window opens on)")
+                        "(default: the best verified plan, the one the window opens on)")
     p.add_argument("--select", metavar="VALUE", help="a value to select, as the IR spells it (%%acc_1_2) or bare")
     p.add_argument("--register", metavar="REG", help="a register (R5 or 5) whose values the graph view marks")
     p.add_argument("--instruction", type=int, metavar="N",
