@@ -97,6 +97,8 @@ def main(argv=None) -> int:
     try:
         import signal
 
+        import gui.cli.interrupt  # noqa: F401 (loaded before the SIGTERM handler that raises its Terminated)
+
         signal.signal(signal.SIGTERM, _terminate)      # once, where the process starts
         from engine.process import configure_process
 
