@@ -32,10 +32,12 @@ import math
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engine.errors import RegtuneError
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where it is used: the registry and the tables load without numpy
 
 
 def _registry() -> tuple[str, ...]:
@@ -285,6 +287,8 @@ def bank_conflicts(program, assignment: dict, model: BankModel, analysis=None) -
     a pair) are counted per bank; see :meth:`BankModel.conflicts`.
     ``analysis``, the caller's liveness analysis of ``program``, saves computing it again.
     """
+    import numpy as np
+
     from engine.liveness import analyze
 
     analysis = analysis if analysis is not None else analyze(program)
@@ -312,5 +316,7 @@ def bank_conflicts(program, assignment: dict, model: BankModel, analysis=None) -
 
 def _distinct(codes: np.ndarray) -> np.ndarray:
     """Sorted distinct values (np.unique's hash path is slower on these sizes)."""
+    import numpy as np
+
     codes = np.sort(codes)
     return codes[np.r_[True, codes[1:] != codes[:-1]]]

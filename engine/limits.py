@@ -11,6 +11,8 @@ Invariant: every number here is a documented, user-visible limit; none is
 a tuning knob that changes results below it.
 """
 
+#: 32-bit registers per thread: NVIDIA's limit, the highest budget and the default one
+MAX_REGISTERS = 255
 #: bytes of a plan, session or program file (the program text of a plan included)
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: instructions of one program (the benchmark programs have 5,000; naive's spill code makes 22,000 of them)

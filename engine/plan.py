@@ -32,13 +32,11 @@ from pathlib import Path
 from engine.errors import PlanError, RegtuneError, WriteError
 from engine.fields import digits, exact_keys, excerpt, is_int, load_json
 from engine.ir import Program, parse, print_program
-from engine.limits import MAX_FILE_BYTES, MAX_SPILL_SLOT
+from engine.limits import MAX_FILE_BYTES, MAX_REGISTERS, MAX_SPILL_SLOT
 from engine.verify import static_conflicts
 
 FORMAT = "regtune-plan"
 VERSION = 1
-#: NVIDIA's limit of 32-bit registers per thread, the default budget.
-MAX_REGISTERS = 255
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,17 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine import fields
 from engine.errors import PlanError, RegtuneError
 from engine.inputs import InputModel
 from engine.ir import Program
-from engine.liveness import Analysis, analyze
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
+
+if TYPE_CHECKING:
+    from engine.liveness import Analysis
 
 SIZES = range(2, 17)
 SCHEDULES = ("load-all-first", "k-outer", "dot")
@@ -277,6 +280,9 @@ class GemmBuild:
 
 
 def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tuple[int, int], Program, Analysis | None]:
+    # imported here, not above: the workload registry stays cheap to import (regtune --help)
+    from engine.liveness import analyze
+
     limit = (1 - headroom) * budget
     for tile in tiles(w):
         if _lower_bound(w, tile, schedule) > limit:

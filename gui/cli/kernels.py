@@ -1,6 +1,7 @@
 """``regtune doctor | build | compare | budget-sweep``: kernels built from plans, measured by NVIDIA's tools.
 
-Invariant: no Qt here; numba is imported only when a command needs it; a
+Invariant: no Qt here; the engine and kernels modules (numpy, networkx,
+numba) are imported only when a command runs or its parser is filled in; a
 figure that could not be had prints the reason instead of a number.
 """
 
@@ -11,22 +12,10 @@ import re
 import sys
 from pathlib import Path
 
-from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import (
-    ARCHS,
-    DEFAULT_ARCH,
-    DEFAULT_BUILD_ARCHS,
-    check_register_cap,
-    load_arch,
-)
 from engine.errors import RegtuneError
-from engine.ilp import plan_ilp
-from engine.limits import CHECK_SECONDS
-from engine.plan import MAX_REGISTERS, check_writable, write_files_atomic
-from engine.predict import planned_and_run
+from engine.limits import CHECK_SECONDS, MAX_REGISTERS
 from gui.cli.compare_output import FORMATS
 
-_BUILD_ARCHS = ",".join(DEFAULT_BUILD_ARCHS)
 #: what the model rows of a compare table are
 MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along its executed path under the plan's "
               "arch latency table (resources/arch); a model, not a measurement\n"
@@ -35,12 +24,21 @@ MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along 
               "model, never a measured time (the GPU rows)")
 
 
+def _build_archs() -> str:
+    """The default ``--arch`` of build and compare (comma-separated)."""
+    from engine.arch import DEFAULT_BUILD_ARCHS
+
+    return ",".join(DEFAULT_BUILD_ARCHS)
+
+
 def _archs(text: str) -> tuple[str, ...]:
+    from engine.arch import load_arch
+
     archs = tuple(a.strip() for a in text.split(",") if a.strip())
     for a in archs:
         load_arch(a)
     if not archs:
-        raise RegtuneError(f"--arch needs at least one architecture, e.g. {_BUILD_ARCHS}")
+        raise RegtuneError(f"--arch needs at least one architecture, e.g. {_build_archs()}")
     return archs
 
 
@@ -61,6 +59,8 @@ def cmd_doctor(args) -> int:
 def _out_dir(text: str) -> Path:
     """``--out-dir``, made and tried before any work: an existing folder or one that can be created, that
     takes new files."""
+    from engine.plan import check_writable
+
     out = Path(text)
     if not text.strip():
         raise RegtuneError("--out-dir: an empty path")
@@ -127,6 +127,8 @@ def _measured(progress, label: str, plan, archs, args, base: int = 0, **kw):
 
 
 def cmd_build(args) -> int:
+    from engine.ilp import plan_ilp
+    from engine.plan import write_files_atomic
     from gui.cli.compare_output import comparison, render
     from gui.cli.main import _setting, admit_plan
     from gui.cli.progress import CommandProgress
@@ -185,6 +187,8 @@ def _failed_checks(columns: list, args) -> int:
 
 
 def _allocators(text: str) -> list[str]:
+    from engine.allocators import ALLOCATORS, check_allocator
+
     names = sorted(ALLOCATORS, key=["naive", "linear-scan", "chaitin-briggs", "dsatur"].index) \
         if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
     if not names:
@@ -195,6 +199,9 @@ def _allocators(text: str) -> list[str]:
 
 
 def cmd_compare(args) -> int:
+    from engine.allocators import allocate
+    from engine.ilp import plan_ilp
+    from engine.predict import planned_and_run
     from gui.cli.compare_output import comparison, parse_metrics, render
     from gui.cli.main import _budget_of, _setting, admit_plan, workload_program
     from gui.cli.progress import CommandProgress
@@ -262,6 +269,7 @@ def unasked_spills(columns: list, archs) -> list[str]:
 
 
 def cmd_budget_sweep(args) -> int:
+    from engine.arch import check_register_cap, load_arch
     from gui.cli.main import admit_plan
     from kernels.pipeline import budget_sweep
 
@@ -334,16 +342,24 @@ def _metrics() -> list[str]:
 
 
 def add_kernel_commands(sub, workload_flags) -> None:
-    """Register the kernel commands on the ``regtune`` parser's subcommands."""
-    from gui.cli.main import budget
+    """Register the kernel commands on the ``regtune`` parser's subcommands (:class:`gui.cli.main.Commands`: each
+    command's arguments are added when it is chosen)."""
+    sub.command("doctor", "NVVM, ptxas, nvdisasm and CUDA device: paths and versions", _doctor_flags)
+    sub.command("build", "build a plan's kernel, measure it with ptxas/nvdisasm, check it", _build_flags)
+    sub.command("compare", "plans side by side: planned against ptxas, SASS, simulator and GPU",
+                lambda p: _compare_flags(p, workload_flags))
+    sub.command("budget-sweep", "ptxas registers, spills and occupancy against -maxrregcount", _budget_sweep_flags)
 
-    p = sub.add_parser("doctor", help="NVVM, ptxas, nvdisasm and CUDA device: paths and versions")
+
+def _doctor_flags(p) -> None:
     p.add_argument("--json", action="store_true", help="print what was found and what is missing as JSON")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("build", help="build a plan's kernel, measure it with ptxas/nvdisasm, check it")
+
+def _build_flags(p) -> None:
+    archs = _build_archs()
     p.add_argument("plan", help="plan file (JSON)")
-    p.add_argument("--arch", default=_BUILD_ARCHS, help=f"comma-separated architectures (default {_BUILD_ARCHS})")
+    p.add_argument("--arch", default=archs, help=f"comma-separated architectures (default {archs})")
     p.add_argument("--out-dir", required=True,
                    help="folder for ALLOCATOR-PLANFILE.py, .ptx, .ARCH.sass and .report.json (named after the plan)")
     p.add_argument("--spills", default="plan", choices=["plan", "compiler"],
@@ -353,13 +369,18 @@ def add_kernel_commands(sub, workload_flags) -> None:
     _limit_flags(p)
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("compare", help="plans side by side: planned against ptxas, SASS, simulator and GPU")
+
+def _compare_flags(p, workload_flags) -> None:
+    from engine.allocators import ALLOCATORS
+    from gui.cli.main import budget
+
+    archs = _build_archs()
     workload_flags(p)
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="register budget, 1..255 (default 255)")
     p.add_argument("--allocators", default="all",
                    help=f"'all' or comma-separated, from: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--plan", action="append", help="a plan file to add as a column (repeatable)")
-    p.add_argument("--arch", default=_BUILD_ARCHS, help=f"comma-separated architectures (default {_BUILD_ARCHS})")
+    p.add_argument("--arch", default=archs, help=f"comma-separated architectures (default {archs})")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator checks")
     p.add_argument("--fail-on-spill", action="store_true",
                    help="exit 1 (naming them on stderr) when ptxas spills at a plan's own register count; the "
@@ -371,7 +392,11 @@ def add_kernel_commands(sub, workload_flags) -> None:
     _limit_flags(p)
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("budget-sweep", help="ptxas registers, spills and occupancy against -maxrregcount")
+
+def _budget_sweep_flags(p) -> None:
+    from engine.arch import ARCHS, DEFAULT_ARCH
+    from gui.cli.main import budget
+
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
     p.add_argument("--from", dest="start", type=budget, default=32, help="first cap, 1..255 (default 32)")

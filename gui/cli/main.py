@@ -4,7 +4,11 @@ Invariant: this package never imports Qt (an import-linter contract): ``gui``,
 ``screenshot`` and no arguments run the window functions that gui.entry passes
 in; every failure a user can cause
 (a missing file, an unknown allocator, a bad program or plan) prints one
-line ``regtune: error: ...`` on stderr and exits 2, never a traceback.
+line ``regtune: error: ...`` on stderr and exits 2, never a traceback. Each
+command imports the engine and kernels modules it uses where it runs, and
+its parser is filled in only when it is chosen (:class:`Commands`), so
+``regtune --version``, ``--help`` and a mistyped command import neither
+numpy nor networkx nor numba (the start-up is part of every answer).
 
 Examples
 --------
@@ -19,25 +23,18 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.allocators import ALLOCATORS, allocate, check_allocator
-from engine.arch import ARCHS, DEFAULT_ARCH, load_arch, next_register_step, occupancy
-from engine.checker import check_allocation
 from engine.errors import RegtuneError, VerificationError
 from engine.fields import digits, excerpt
-from engine.ilp import IlpFigures, plan_ilp, program_ilp
-from engine.limits import CHECK_SECONDS
-from engine.ir import Program, print_program
-from engine.liveness import analyze
-from engine.plan import MAX_REGISTERS, Plan, check_plan, check_writable, registers_used, write_plan
-from engine.predict import planned_and_run
-from engine.report import ILP_SAMPLE
-from engine.admit import load_admitted
-from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, verify_execution
-from engine.workloads import WORKLOADS, input_model, workload_named
-from engine.workloads.gemm import Gemm, parse_sizes
-from engine.workloads.program import read
+from engine.limits import CHECK_SECONDS, MAX_REGISTERS
 from gui.cli.kernels import add_kernel_commands
+
+if TYPE_CHECKING:
+    from engine.ilp import IlpFigures
+    from engine.ir import Program
+    from engine.plan import Plan
+    from engine.verify import ExecutionCheck, IdentityProof
 
 
 def one_line(text: str, limit: int = 400) -> str:
@@ -55,6 +52,8 @@ class _Parser(argparse.ArgumentParser):
 
 def read_program(path: str) -> Program:
     """Parse a program file, naming the file in every error."""
+    from engine.workloads.program import read
+
     return read(path)[0]
 
 
@@ -86,6 +85,8 @@ def seconds(text: str) -> float:
 
 def gemm_config(text: str) -> dict:
     """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
+    from engine.workloads.gemm import Gemm, parse_sizes
+
     sizes = parse_sizes(text, 3, 2, 16)
     if sizes is None:
         raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
@@ -94,6 +95,8 @@ def gemm_config(text: str) -> dict:
 
 def _built_from_flags() -> list:
     """The workloads a command builds from its name and flags (every registered one that has flags)."""
+    from engine.workloads import WORKLOADS
+
     return [w for w in WORKLOADS.values() if w.flags]
 
 
@@ -105,6 +108,8 @@ def workload_program(args) -> tuple[Program, dict, dict]:
     does nothing to it, ``--budget`` where only ``--tile fit`` reads it) are
     named in one line on stderr (:func:`gui.cli.effects.no_effect_line`).
     """
+    from engine.workloads import WORKLOADS, workload_named
+    from engine.workloads.program import read
     from gui.cli.effects import no_effect_line
 
     given = set(getattr(args, "given", ()))
@@ -163,8 +168,11 @@ def ilp_summary(f: IlpFigures) -> dict:
             "false_dependences": f.false_edges, "false_dependences_on_critical_path": f.critical_false}
 
 
-def analysis_summary(program: Program, arch: str = DEFAULT_ARCH) -> dict:
+def analysis_summary(program: Program, arch: str | None = None) -> dict:
     """The figures ``regtune analyze`` prints, as a JSON-ready dict (ILP: a model on ``arch``'s latencies)."""
+    from engine.ilp import program_ilp
+    from engine.liveness import analyze
+
     a = analyze(program)
     g = a.interference
     gpr = [n for n, w in zip(a.names, a.widths) if w > 0]
@@ -181,7 +189,7 @@ def analysis_summary(program: Program, arch: str = DEFAULT_ARCH) -> dict:
         "interference": {"nodes": len(gpr), "edges": g.n_edges},
         "undefined_on_entry": list(a.undefined),
         "pressure": a.pressure.tolist(),
-        "ilp_model": ilp_summary(program_ilp(program, arch)),
+        "ilp_model": ilp_summary(program_ilp(program, arch or _default_arch())),
     }
 
 
@@ -193,9 +201,15 @@ def _setting(workload: dict, options: dict) -> str:
     return f" ({setting_label(workload, options)})" if workload and workload.get("kind") != "program" else ""
 
 
+def _default_arch() -> str:
+    from engine.arch import DEFAULT_ARCH
+
+    return DEFAULT_ARCH
+
+
 def cmd_analyze(args) -> int:
     program, workload, options = workload_program(args)
-    s = analysis_summary(program, options.get("arch", DEFAULT_ARCH))
+    s = analysis_summary(program, options.get("arch") or _default_arch())
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
@@ -215,6 +229,8 @@ def cmd_analyze(args) -> int:
 def _plan_line(plan) -> str:
     """A plan in one line: allocator, workload, tile and schedule, registers, MAXLIVE (the program's, before
     spill code) and, when spill code changes it, the peak pressure with spill code."""
+    from engine.ilp import plan_ilp
+
     p = plan.predicted
     peak = p.get("peak_with_spill_code", p["maxlive"])
     with_spills = f" (peak with spill code {peak})" if peak != p["maxlive"] else ""
@@ -227,6 +243,12 @@ def _plan_line(plan) -> str:
 
 
 def cmd_allocate(args) -> int:
+    from engine.allocators import allocate, check_allocator
+    from engine.plan import check_plan, check_writable, write_plan
+    from engine.predict import planned_and_run
+    from engine.verify import ReferenceRuns, verify_execution
+    from engine.workloads import input_model
+
     check_allocator(args.allocator)
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
@@ -253,6 +275,7 @@ def execution_summary(check: ExecutionCheck, program: Program) -> str:
     Examples
     --------
     >>> from engine.ir import parse
+    >>> from engine.verify import ExecutionCheck
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
     >>> execution_summary(ExecutionCheck((0, 1, 2), 3, 3, 3, None), p)
     'the same stores on 3 inputs (3 stores compared, all 3 instructions executed)'
@@ -289,6 +312,8 @@ ALLOCATION_PROOF = ("the symbolic checker proved the registers and spill slots r
 def prove(plan, where: str) -> str:
     """The symbolic checker's verdict on ``plan`` in words; a one-line VerificationError naming the first
     read it cannot prove (``where``: the file or the command)."""
+    from engine.checker import check_allocation
+
     errors = check_allocation(plan.program, plan.assignment, plan.spills)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -321,6 +346,9 @@ def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
     (:func:`engine.checker.check_allocation`), the execution check passed within ``check_seconds``, and
     a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
     error. The execution check draws its inputs from the plan's workload (:func:`engine.workloads.input_model`)."""
+    from engine.admit import load_admitted
+    from engine.verify import verify_execution
+    from engine.workloads import input_model
     from kernels.codegen import KernelError, kernel_source
 
     plan, identity = load_admitted(path, check_seconds)
@@ -336,6 +364,8 @@ def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
 
 def check_report(path: str, admitted: Admitted) -> dict:
     """What ``check`` found, JSON-ready: the plan, and each claim with what it covers."""
+    from engine.plan import registers_used
+
     plan, check, identity = admitted.plan, admitted.check, admitted.identity
     return {"plan": path, "valid": True, "allocator": plan.allocator, "kernel": plan.program.name,
             "workload": plan.workload, "options": plan.options, "registers": registers_used(plan.assignment),
@@ -353,6 +383,8 @@ def check_report(path: str, admitted: Admitted) -> dict:
 
 
 def cmd_check(args) -> int:
+    from engine.plan import registers_used
+
     admitted = admit_plan(args.plan, args.time_limit)
     plan = admitted.plan
     if args.json:
@@ -368,6 +400,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_configs(args) -> int:
+    from engine.workloads import workload_named
+
     w = workload_named(args.space)
     configs = [w.to_dict(c) for c in w.configs()]
     if args.count:
@@ -381,11 +415,15 @@ def cmd_configs(args) -> int:
 
 
 def cmd_program(args) -> int:
+    from engine.ir import print_program
+
     print(print_program(workload_program(args)[0]), end="")
     return 0
 
 
 def cmd_occupancy(args) -> int:
+    from engine.arch import load_arch, next_register_step, occupancy
+
     arch = load_arch(args.arch)
     occ = occupancy(arch, args.regs, args.threads, args.smem)
     if args.json:
@@ -403,7 +441,7 @@ def cmd_occupancy(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from engine.plan import write_text_atomic
+    from engine.plan import check_writable, write_text_atomic
     from engine.report import claims_report
     from gui.cli.progress import CommandProgress
 
@@ -417,28 +455,84 @@ def cmd_report(args) -> int:
     return 0
 
 
+class Commands(argparse._SubParsersAction):
+    """``regtune``'s subcommands, each parser's arguments added only when its command is chosen (or its
+    ``--help`` asked for): a command line builds, and imports for, its own command alone.
+
+    :meth:`command` registers a command by its name, its one-line help and
+    a function that adds its arguments; the top-level parser lists every
+    command without filling any in.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._unfilled: dict = {}
+
+    def command(self, name: str, help: str, fill) -> None:
+        """Register command ``name``: ``fill(parser)`` adds its arguments when it is chosen."""
+        self._unfilled[name] = (self.add_parser(name, help=help), fill)
+
+    def filled(self, name: str) -> argparse.ArgumentParser:
+        """Command ``name``'s parser with its arguments, its ``--version`` and its examples."""
+        parser, fill = self._unfilled.pop(name, (None, None))
+        if fill is not None:
+            fill(parser)
+            _example_and_version(name, parser)
+        return self._name_parser_map[name]
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values and values[0] in self._name_parser_map:
+            self.filled(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``regtune`` parser: every command listed, none filled in until it is chosen (:class:`Commands`)."""
+    from engine.workloads import WORKLOADS
+
     parser = _Parser(prog="regtune", description="Register allocation workbench for GPU kernels.")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND", action=Commands)
     spaces = {name: len(w.configs()) for name, w in WORKLOADS.items() if w.example is not None}
-    p = sub.add_parser("configs", help="list a config space ("
-                       + "; ".join(f"{name}: {count:,}" for name, count in spaces.items()) + ")")
-    p.add_argument("space", choices=list(spaces))
+    sub.command("configs", "list a config space (" + "; ".join(f"{name}: {count:,}" for name, count in spaces.items())
+                + ")", lambda p: _configs_flags(p, list(spaces)))
+    sub.command("program", "print the per-thread program of a workload", _program_flags)
+    sub.command("analyze", "liveness, MAXLIVE and interference of a program", _analyze_flags)
+    sub.command("allocate", "run an allocator and write a plan file", _allocate_flags)
+    sub.command("occupancy", "active warps per SM for a register count", _occupancy_flags)
+    sub.command("report", CLAIMS, _report_flags)
+    sub.command("check", "check a plan file statically and by execution", _check_flags)
+    add_kernel_commands(sub, _workload_flags)
+    sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
+    sub.command("screenshot", "render the window offscreen to a PNG", _screenshot_flags)
+    parser.add_argument("--version", action=_Version)
+    return parser
+
+
+def _configs_flags(p, spaces: list) -> None:
+    p.add_argument("space", choices=spaces)
     p.add_argument("--count", action="store_true", help="print only the number of configs")
     p.add_argument("--json", action="store_true", help="print the configs as a JSON list")
     p.set_defaults(func=cmd_configs)
-    p = sub.add_parser("program", help="print the per-thread program of a workload")
+
+
+def _program_flags(p) -> None:
     _workload_flags(p)
     p.add_argument("--budget", type=budget, default=None,
                    help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.set_defaults(func=cmd_program)
-    p = sub.add_parser("analyze", help="liveness, MAXLIVE and interference of a program")
+
+
+def _analyze_flags(p) -> None:
     _workload_flags(p)
     p.add_argument("--budget", type=budget, default=None,
                    help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_analyze)
-    p = sub.add_parser("allocate", help="run an allocator and write a plan file")
+
+
+def _allocate_flags(p) -> None:
+    from engine.allocators import ALLOCATORS
+
     _workload_flags(p)
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="registers per thread, 1..255 (default 255)")
@@ -446,17 +540,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", action="store_true",
                    help="skip the check by execution (the symbolic checker's proof always runs)")
     p.set_defaults(func=cmd_allocate)
-    p = sub.add_parser("occupancy", help="active warps per SM for a register count")
+
+
+def _occupancy_flags(p) -> None:
+    from engine.arch import ARCHS, DEFAULT_ARCH
+
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
     p.add_argument("--regs", type=budget, required=True, help="registers per thread, 1..255")
     p.add_argument("--threads", type=int, required=True, help="threads per block, e.g. 256")
     p.add_argument("--smem", type=int, default=0, help="shared memory per block in bytes (default 0)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_occupancy)
-    claims = ("'claims': the published claims of the design note this tool started from (a write-up of register "
-              "allocation for batched small GEMMs and attention; its config spaces are RegTune's), re-measured by "
-              "RegTune's engine")
-    p = sub.add_parser("report", help=claims, description=claims)
+
+
+CLAIMS = ("'claims': the published claims of the design note this tool started from (a write-up of register "
+          "allocation for batched small GEMMs and attention; its config spaces are RegTune's), re-measured by "
+          "RegTune's engine")
+
+
+def _report_flags(p) -> None:
+    from engine.report import ILP_SAMPLE
+
+    p.description = CLAIMS
     p.add_argument("which", choices=["claims"],
                    help="claims: each figure the design note RegTune started from publishes (register file, naive "
                         "against the best allocator over the GEMM space, MHA strategies, accumulators), beside "
@@ -467,17 +572,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("check", help="check a plan file statically and by execution")
+
+
+def _check_flags(p) -> None:
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
                    help=f"seconds the execution check may run (default {CHECK_SECONDS:g})")
     p.add_argument("--json", action="store_true", help="print what the checks found and covered as JSON")
     p.set_defaults(func=cmd_check)
-    add_kernel_commands(sub, _workload_flags)
-    p = sub.add_parser("gui", help="open the window (also: regtune with no arguments)")
+
+
+def _gui_flags(p) -> None:
     p.add_argument("plan", nargs="?", help="a plan file to open")
     p.set_defaults(func=_window("gui"))
-    p = sub.add_parser("screenshot", help="render the window offscreen to a PNG")
+
+
+def _screenshot_flags(p) -> None:
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     _screenshot_mha_flags(p)
@@ -492,8 +602,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))
-    _examples_and_versions(parser, sub)
-    return parser
 
 
 #: an example per command, shown under its --help
@@ -516,6 +624,14 @@ EXAMPLES = {
 }
 
 
+class _Version(argparse._VersionAction):
+    """``--version``, the package metadata read only when it is asked for (importlib.metadata costs 10 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = version()
+        super().__call__(parser, namespace, values, option_string)
+
+
 def version() -> str:
     """The installed regtune's version (from the package metadata)."""
     from importlib.metadata import PackageNotFoundError
@@ -527,14 +643,12 @@ def version() -> str:
         return "regtune (not installed: no version recorded)"
 
 
-def _examples_and_versions(parser, sub) -> None:
-    """``--version`` on the command and every subcommand; an example under each subcommand's help."""
-    parser.add_argument("--version", action="version", version=version())
-    for name, p in sub.choices.items():
-        p.add_argument("--version", action="version", version=version())
-        if name in EXAMPLES:
-            p.formatter_class = argparse.RawDescriptionHelpFormatter
-            p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+def _example_and_version(name: str, p) -> None:
+    """``--version`` on a subcommand, and its examples under its help."""
+    p.add_argument("--version", action=_Version)
+    if name in EXAMPLES:
+        p.formatter_class = argparse.RawDescriptionHelpFormatter
+        p.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
 
 
 def _window(command: str):
@@ -550,6 +664,8 @@ def _window(command: str):
 def _screenshot_mha_flags(p) -> None:
     """``screenshot --mha`` and the MHA flags of the commands that build a program (the window shows no
     projection phase, so ``--projection`` is not among them)."""
+    from engine.workloads import workload_named
+
     mha = workload_named("mha")
     g = p.add_argument_group(f"{mha.title}, with --mha")
     g.add_argument("--mha", action="store_true", help="show an MHA config instead (needs the flags below)")

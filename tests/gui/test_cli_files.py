@@ -105,7 +105,13 @@ def test_only_the_integer_1_is_plan_version_1(tmp_path, capsys, version):
 def test_a_key_twice_in_a_session_file_is_named(tmp_path):
     from engine.errors import RegtuneError
     from engine.plan import plan_from_dict
-    from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
+    from gui.model.session import (
+        DEFAULT_OPTIONS,
+        DEFAULT_WORKLOAD,
+        Session,
+        load_session,
+        save_session,
+    )
 
     session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan_from_dict(good_plan())}, "naive", [])
     path = save_session(session, tmp_path / "autosave.json")
