@@ -7,6 +7,10 @@ moment, and every such moment has one: so the edges are found by sorting
 segments by start and pairing each with the segments that start inside it,
 never by comparing every pair of values.
 
+The number of such pairs is known from the sorted segments before any is
+listed, so a graph above :data:`engine.limits.MAX_INTERFERENCE_EDGES` is
+refused before its memory is taken.
+
 The canonical form is a CSR adjacency (numpy) used by the allocators; a
 ``networkx.Graph`` is built from it on demand for display and for networkx's
 own algorithms.
@@ -35,8 +39,8 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from engine.errors import RegtuneError
-from engine.limits import MAX_LIVE
+from engine.errors import LimitError
+from engine.limits import MAX_INTERFERENCE_EDGES, MAX_LIVE
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,10 +104,14 @@ def overlapping_pairs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     return order[src], order[dst]
 
 
-def _sorted_pairs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pair_counts(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """For intervals sorted by start: how many later ones start inside each (its pairs, before any is listed)."""
+    return np.maximum(np.searchsorted(s, e, side="right") - np.arange(1, len(s) + 1), 0)
+
+
+def _sorted_pairs(s: np.ndarray, e: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Overlapping pairs (i, j), i < j, of intervals already sorted by start: j starts inside i."""
-    hi = np.searchsorted(s, e, side="right")
-    counts = np.maximum(hi - np.arange(1, len(s) + 1), 0)
+    counts = _pair_counts(s, e) if counts is None else counts
     total = int(counts.sum())
     src = np.repeat(np.arange(len(s)), counts)
     # dst runs src+1, src+2, ... within each source's block: a cumulative sum of ones that jumps at each block
@@ -117,21 +125,35 @@ def _sorted_pairs(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return src, np.cumsum(step, out=step)
 
 
+def too_many_edges(pairs: int, where: str) -> LimitError:
+    """The one-line refusal of a program whose graph would have ``pairs`` overlapping segment pairs."""
+    return LimitError(f"{where}: its live ranges make about {pairs:,} interference edges, above the limit of "
+                      f"{MAX_INTERFERENCE_EDGES:,} (the graph takes 64 bytes an edge while it is built); "
+                      "refused before building it")
+
+
 def build_interference(analysis) -> Interference:
     """Interference graph of ``analysis`` from its live segments.
 
     Refused before any work when more than :data:`engine.limits.MAX_LIVE`
-    registers are live at once (the graph grows with the square of that).
+    registers are live at once (the graph grows with the square of that),
+    and before any edge array is allocated when its segments overlap in
+    more than :data:`engine.limits.MAX_INTERFERENCE_EDGES` pairs (counted
+    from the sorted segments alone, in milliseconds).
     """
     if analysis.maxlive > MAX_LIVE:
-        raise RegtuneError(f"program too large: {analysis.maxlive} registers live at once at instruction "
-                           f"{analysis.peak} (RegTune's limit is {MAX_LIVE}; the interference graph grows with "
-                           "the square of it)")
+        raise LimitError(f"program too large: {analysis.maxlive} registers live at once at instruction "
+                         f"{analysis.peak} (RegTune's limit is {MAX_LIVE}; the interference graph grows with "
+                         "the square of it)")
     n = len(analysis.names)
     keep = analysis.widths[analysis.seg_value] > 0
     seg_value, starts = analysis.seg_value[keep], analysis.seg_start[keep]
     order = np.argsort(starts, kind="stable")
-    i, j = _sorted_pairs(starts[order], analysis.seg_end[keep][order])
+    s, e = starts[order], analysis.seg_end[keep][order]
+    counts = _pair_counts(s, e)
+    if int(counts.sum()) > MAX_INTERFERENCE_EDGES:
+        raise too_many_edges(int(counts.sum()), f"kernel {analysis.program.name}")
+    i, j = _sorted_pairs(s, e, counts)
     by_start = seg_value[order]
     u, v = by_start[i], by_start[j]
     del i, j

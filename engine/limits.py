@@ -3,9 +3,9 @@
 Each limit is checked once, before the work it bounds starts, and a
 program or plan beyond it is refused with one line that names the limit
 (README, "Limits"). The figures: a program costs about 40 bytes of memory
-per byte of text; the interference graph grows with the square of the
-values live at once (8,000 live values needed 2 GB); the interpreter's
-work per step grows with an instruction's operands.
+per byte of text; the interference graph has about (values live at once)
+x (values) edges and takes 64 bytes an edge while it is built (8,000 live
+values needed 2 GB); the interpreter's work per step grows with an instruction's operands.
 
 Invariant: every number here is a documented, user-visible limit; none is
 a tuning knob that changes results below it.
@@ -29,5 +29,11 @@ MAX_SPILL_SLOT = (512 * 1024) // 4 - 1
 #: registers live at once (MAXLIVE) for which the interference graph is built (the largest GEMM program
 #: of the config space, load-all-first with a 16x16 tile, has under 1,000)
 MAX_LIVE = 2048
+#: overlapping pairs of live segments (about the interference edges) of one program. Building the graph
+#: takes 64 bytes a pair at its peak (16 kept in the CSR arrays) and about 250 ns a pair, and its longest
+#: single numpy call (which no signal handler interrupts) grows with the pairs: 0.9 s at 3e7, 8 s at 8e7
+#: (SIGTERM latency, measured). 2e7 pairs is 1.3 GB and ~5 s to build, a signal seen within ~1 s,
+#: and 50 times the largest generated program (GEMM 16x16x16 load-all-first, tile 16x16: 361,717 edges)
+MAX_INTERFERENCE_EDGES = 20_000_000
 #: seconds the execution check may run on one plan before it stops with a message
 CHECK_SECONDS = 120.0

@@ -80,3 +80,19 @@ def loop_shaped(n: int = 5000, peak: int = 300, trips: int = 3, seed: int = 2) -
     lines += [f"  st.global %p0, {4 * (4096 + k)}, %{a}" for k, a in enumerate(accs)]
     lines.append("  exit")
     return "\n".join(lines) + "\n"
+
+
+def sliding_window(values: int, live: int) -> str:
+    """Program text: one block where each of ``values`` values lives until ``live`` values later.
+
+    About ``live`` values are live at once and the segments overlap in about
+    ``values * live`` pairs (the interference graph's edges), from a file of
+    about 38 bytes a value: 190,000 values and 2,000 live make 7.3 MB and
+    3.8e8 pairs.
+    """
+    lines = [".kernel window", ".block entry", "  %p:u64 = param C"]
+    lines += [f"  %v{i}:f32 = mov {i}" for i in range(min(live, values))]
+    lines += [f"  %v{i}:f32 = add %v{i - live}, %v{i - 1}" for i in range(live, values)]
+    lines += [f"  st.global %p, 0, %v{i}" for i in range(max(values - live, 0), values)]
+    lines.append("  exit")
+    return "\n".join(lines) + "\n"
