@@ -40,6 +40,7 @@ import networkx as nx
 import numpy as np
 
 from engine.errors import LimitError
+from engine.ir import Program, Use
 from engine.limits import MAX_INTERFERENCE_EDGES, MAX_LIVE
 
 
@@ -130,6 +131,73 @@ def too_many_edges(pairs: int, where: str) -> LimitError:
     return LimitError(f"{where}: its live ranges make about {pairs:,} interference edges, above the limit of "
                       f"{MAX_INTERFERENCE_EDGES:,} (the graph takes 64 bytes an edge while it is built); "
                       "refused before building it")
+
+
+def interference_pairs(analysis) -> int:
+    """Overlapping pairs of the non-predicate segments of ``analysis``: the rows :func:`build_interference`
+    would list (each edge once, an edge between values with several segments possibly more often)."""
+    keep = analysis.widths[analysis.seg_value] > 0
+    starts = analysis.seg_start[keep]
+    order = np.argsort(starts, kind="stable")
+    return int(_pair_counts(starts[order], analysis.seg_end[keep][order]).sum())
+
+
+def pairs_lower_bound(program: Program) -> int:
+    """A lower bound on :func:`interference_pairs` of ``program``'s analysis, without the analysis.
+
+    One pass over the instructions and a few sorts (0.3-0.5 s at 190,000
+    instructions; the analysis takes 2 s): within each block, a value is
+    live from each unguarded definition, or from the block's start, to the
+    last use before its next unguarded definition (one range where that
+    definition's instruction also reads the value). Each such range lies in
+    one live segment, and a segment holds at most one of them in each
+    block; counting, for each range that starts at a definition, the ranges
+    it starts inside counts each overlapping pair of segments at most once.
+    It is exact for a program of one block without guarded definitions.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
+    ...           "  st.global %z, 0, %z\\n  exit\\n")
+    >>> pairs_lower_bound(p)
+    1
+    """
+    value, pos, kill = _block_occurrences(program)
+    block = np.searchsorted(np.array(program.block_starts, dtype=np.int64), pos // 2, side="right") - 1
+    order = np.lexsort((pos, block, value))
+    value, pos, kill, block = value[order], pos[order], kill[order], block[order]
+    group = np.r_[True, (value[1:] != value[:-1]) | (block[1:] != block[:-1])] if len(pos) else np.zeros(0, bool)
+    # a range begins at the block's start or at a definition, unless the same instruction read the value
+    # (the analysis joins the touching segments: ``fma %a, %b, %acc`` into %acc continues it)
+    first = group | (kill & (np.r_[-2, pos[:-1]] != pos - 1))
+    start = np.where(kill[first], pos[first], 2 * np.array(program.block_starts, dtype=np.int64)[block[first]])
+    end = pos[np.r_[np.flatnonzero(first)[1:] - 1, len(pos) - 1]] if len(pos) else start  # rows run in order
+    by_start = np.argsort(start, kind="stable")
+    s, defined = start[by_start], kill[first][by_start]
+    before = np.arange(len(s)) - np.searchsorted(np.sort(end), s, side="left")
+    return int(before[defined].sum())
+
+
+def _block_occurrences(program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Value number, position and whether it is an unguarded definition, of each read (at ``2*i``) and each
+    such definition (at ``2*i+1``) of a non-predicate value."""
+    used, used_at, killed, killed_at = [], [], [], []
+    use, use_at, kill, kill_at = used.append, used_at.append, killed.append, killed_at.append
+    for i, ins in enumerate(program.instructions):
+        for op in ins.operands:
+            if op.__class__ is Use:
+                use(op.name)
+                use_at(i)
+        if ins.guard is None:
+            for d in ins.defs:
+                kill(d.name)
+                kill_at(i)
+    number = {n: k for k, n in enumerate(program.values)}.__getitem__
+    value = np.fromiter(map(number, used + killed), dtype=np.int64, count=len(used) + len(killed))
+    pos = np.concatenate([np.array(used_at, dtype=np.int64) * 2, np.array(killed_at, dtype=np.int64) * 2 + 1])
+    keep = np.array([v.width > 0 for v in program.values.values()] or [False])[value]
+    return value[keep], pos[keep], (np.arange(len(value)) >= len(used))[keep]
 
 
 def build_interference(analysis) -> Interference:

@@ -25,6 +25,7 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from engine.bounds import check_program
 from engine.errors import PlanError, RegtuneError
 from engine.fields import digits, exact_keys, excerpt, is_int
 from engine.ir import Program, parse, print_program
@@ -257,6 +258,7 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
     _spill_instructions(program, source)
+    check_program(program, source)
     plan = Plan(program, assignment, spills, budget, allocator, workload, options,
                 _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
     if check:

@@ -96,3 +96,8 @@ def sliding_window(values: int, live: int) -> str:
     lines += [f"  st.global %p, 0, %v{i}" for i in range(max(values - live, 0), values)]
     lines.append("  exit")
     return "\n".join(lines) + "\n"
+
+
+#: a program of 198,042 instructions (under the 200,000 limit) and MAXLIVE 2,042 (under 2,048) whose graph
+#: would have 3.95e8 edges: about 25 GB to build
+HUGE_GRAPH = dict(values=196_000, live=2_040)

@@ -3,13 +3,33 @@
 import time
 
 import pytest
+from hypothesis import given, settings
 
+from engine.bounds import check_program
 from engine.errors import LimitError
-from engine.interference import build_interference
+from engine.interference import build_interference, interference_pairs, pairs_lower_bound
 from engine.ir import parse
 from engine.limits import MAX_INTERFERENCE_EDGES
 from engine.liveness import analyze
-from tests.bench.programs import sliding_window
+from tests.bench.programs import HUGE_GRAPH, sliding_window
+from tests.engine.strategies import examples, programs
+
+
+@pytest.mark.slow
+def test_a_program_of_4e8_edges_is_refused_within_a_second_of_being_read():
+    program = parse(sliding_window(**HUGE_GRAPH), "huge.txt")
+    wall, cpu = time.perf_counter(), time.process_time()
+    with pytest.raises(LimitError, match="^huge.txt: its live ranges make about 397,760,220 interference edges, "
+                                         f"above the limit of {MAX_INTERFERENCE_EDGES:,}"):
+        check_program(program, "huge.txt")
+    # 0.5 s of CPU here; wall time is generous: the machine running the tests may be shared
+    assert time.process_time() - cpu < 1.0 and time.perf_counter() - wall < 5.0
+
+
+def test_a_program_just_above_the_edge_limit_is_refused_when_read_and_one_under_it_is_not():
+    check_program(parse(sliding_window(20_000, 1_000)), "under.txt")      # 19.5 million pairs
+    with pytest.raises(LimitError, match="^over.txt: .* about 20,500,500 interference edges"):
+        check_program(parse(sliding_window(21_000, 1_000)), "over.txt")
 
 
 def test_an_interference_graph_above_the_limit_is_refused_before_its_edges_are_listed():
@@ -26,3 +46,15 @@ def test_the_pair_count_is_the_edge_count_of_a_graph_under_the_limit():
     # each value meets the 99 defined after it before its last use, the last 100 stay live to their stores,
     # and the pointer %p meets every value
     assert g.n_edges == 1_900 * 99 + 100 * 99 // 2 + 2_000
+
+
+@settings(max_examples=examples(300))
+@given(programs())
+def test_the_pairs_seen_without_liveness_are_a_lower_bound(program):
+    assert pairs_lower_bound(program) <= interference_pairs(analyze(program))
+
+
+@settings(max_examples=examples(200))
+@given(programs(control=False))
+def test_the_pairs_seen_without_liveness_are_exact_in_one_block(program):
+    assert pairs_lower_bound(program) == interference_pairs(analyze(program))

@@ -1,0 +1,71 @@
+"""Programs that ask for too much are refused by every command in one line, exit 2, before the work; long work
+stops at SIGTERM. Each runs ``python -m gui.entry`` in a subprocess, as a user runs ``regtune``."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.limits import MAX_INTERFERENCE_EDGES
+from engine.plan import FORMAT, VERSION
+from tests.bench.programs import HUGE_GRAPH, sliding_window
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def regtune(*args, timeout=120):
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "gui.entry", *map(str, args)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=timeout)
+    return r, time.perf_counter() - start
+
+
+def _plan_of(text: str, path: Path) -> Path:
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "budget": 255, "allocator": "hand",
+                                "workload": {"kind": "program", "name": "window"}, "program": text,
+                                "assignment": {}}))
+    return path
+
+
+def _one_line_exit_2(r, *words):
+    lines = r.stderr.splitlines()
+    assert r.returncode == 2, r.stderr[-800:]
+    assert len(lines) == 1 and lines[0].startswith("regtune: error: "), lines[:5]
+    assert "Traceback" not in r.stderr and all(w in lines[0] for w in words), lines[0]
+
+
+@pytest.fixture(scope="module")
+def over_the_edge_limit(tmp_path_factory) -> tuple[Path, Path]:
+    """A program file of 20.5 million interference edges (1.3 MB) and a plan file holding it."""
+    folder = tmp_path_factory.mktemp("edges")
+    text = sliding_window(21_000, 1_000)
+    program = folder / "window.txt"
+    program.write_text(text)
+    return program, _plan_of(text, folder / "window.json")
+
+
+@pytest.mark.parametrize("command", ["analyze", "allocate", "check", "build"])
+def test_every_command_refuses_a_graph_over_the_limit_in_one_line_naming_the_file(over_the_edge_limit,
+                                                                                  tmp_path, command):
+    program, plan = over_the_edge_limit
+    argv = {"analyze": ["analyze", program],
+            "allocate": ["allocate", program, "--allocator", "dsatur", "--out", tmp_path / "p.json"],
+            "check": ["check", plan],
+            "build": ["build", plan, "--out-dir", tmp_path / "out"]}[command]
+    r, seconds = regtune(*argv)
+    where = program if command in ("analyze", "allocate") else plan
+    _one_line_exit_2(r, f"{where}: ", "about 20,500,500 interference edges", f"limit of {MAX_INTERFERENCE_EDGES:,}")
+    assert not (tmp_path / "p.json").exists() and not list(tmp_path.glob("out/*"))
+    assert seconds < 30
+
+
+@pytest.mark.slow
+def test_analyze_refuses_a_program_of_4e8_edges_in_one_line(tmp_path):
+    program = tmp_path / "huge.txt"
+    program.write_text(sliding_window(**HUGE_GRAPH))      # 7.6 MB: parsing it takes most of the time
+    r, seconds = regtune("analyze", program)
+    _one_line_exit_2(r, f"{program}: ", "about 397,760,220 interference edges")
+    assert seconds < 60
