@@ -35,5 +35,7 @@ MAX_LIVE = 2048
 #: (SIGTERM latency, measured). 2e7 pairs is 1.3 GB and ~5 s to build, a signal seen within ~1 s,
 #: and 50 times the largest generated program (GEMM 16x16x16 load-all-first, tile 16x16: 361,717 edges)
 MAX_INTERFERENCE_EDGES = 20_000_000
+#: instructions one run of the interpreter may execute (an execution check's run; the ILP model's path)
+MAX_STEPS = 2_000_000
 #: seconds the execution check may run on one plan before it stops with a message
 CHECK_SECONDS = 120.0
