@@ -26,6 +26,9 @@ MAX_NAME = 128
 MAX_IMMEDIATE = 64
 #: the highest local-memory slot a plan may name: 512 KiB of local memory per thread (CUDA's limit) in 4-byte slots
 MAX_SPILL_SLOT = (512 * 1024) // 4 - 1
+#: loops and ifs nested in one another (generated programs nest 3 deep; each walk of the structure tree
+#: recurses up to 4 Python frames a level, and Python stops at 1,000: 1,024 blocks could nest 512 deep)
+MAX_NESTING = 64
 #: registers live at once (MAXLIVE) for which the interference graph is built (the largest GEMM program
 #: of the config space, load-all-first with a 16x16 tile, has under 1,000)
 MAX_LIVE = 2048

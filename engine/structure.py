@@ -6,7 +6,9 @@ its body in layout order, and one latch whose back edge ends the body),
 ``if``/``if not`` with an optional ``else`` (the then-part ends with
 ``br JOIN`` past the else-part), ``break`` to the block after the
 innermost loop and ``return`` at ``exit``. Anything else is refused with a
-:class:`StructureError` that names the block at fault and the shape.
+:class:`StructureError` that names the block at fault and the shape, and so
+is a nest deeper than :data:`engine.limits.MAX_NESTING` (:class:`NestingError`:
+every walk of the tree recurses once or a few times a level).
 
 :func:`loop_trips` reads the trip count of each counted loop and
 :func:`adjust_trips` rewrites it (shorter runs of MHA in the simulator).
@@ -38,13 +40,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine.errors import LimitError, RegtuneError
 from engine.fields import excerpt
 from engine.ir import Block, Imm, Instruction, Program, replace_blocks, successors
+from engine.limits import MAX_NESTING
 
 
 class StructureError(RegtuneError):
     """A control-flow graph that is not a nest of loops and ifs (names the block and the shape)."""
+
+
+class NestingError(StructureError, LimitError):
+    """Loops and ifs nested deeper than :data:`engine.limits.MAX_NESTING` (names the block where it goes past)."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +163,20 @@ class _Structurer:
         self.blocks = program.blocks
         self.index = {b.name: i for i, b in enumerate(program.blocks)}
         self.succ = successors(program)
+        self.depth = 0
 
     def region(self, start: int, stop: int, loop: tuple | None, falls: bool, join: int | None = None) -> Seq:
         """Blocks start..stop-1; ``join`` is where a then-part's closing ``br`` goes (after its else-part)."""
+        self.depth += 1
+        try:
+            return self._region(start, stop, loop, falls, join)
+        finally:
+            self.depth -= 1
+
+    def _region(self, start: int, stop: int, loop: tuple | None, falls: bool, join: int | None) -> Seq:
+        if self.depth > MAX_NESTING + 1:     # the whole program is the first region
+            raise NestingError(f"block {self.blocks[start].name}: loops and ifs nested more than {MAX_NESTING} deep "
+                               "(RegTune's limit)")
         items: list = []
         bi = start
         while bi < stop:

@@ -27,6 +27,7 @@ def test_readme_limits_table_matches_the_code():
     assert _numbers(_row("operands / results of one instruction")) == [limits.MAX_OPERANDS, limits.MAX_DEFS]
     assert _numbers(_row("IR names, immediates")) == [limits.MAX_NAME, limits.MAX_IMMEDIATE]
     assert _numbers(_row("registers live at once (MAXLIVE)")) == [limits.MAX_LIVE]
+    assert _numbers(_row("loops and ifs nested in one another")) == [limits.MAX_NESTING]
     assert _numbers(_row("interference edges of one program")) == [limits.MAX_INTERFERENCE_EDGES]
     assert _numbers(_row("execution check"))[:2] == [int(limits.CHECK_SECONDS), limits.MAX_STEPS]
     assert _numbers(_row("one NVVM compile")) == [int(Limits.seconds), Limits.memory_mb]

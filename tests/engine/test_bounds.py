@@ -9,9 +9,10 @@ from engine.bounds import check_program
 from engine.errors import LimitError
 from engine.interference import build_interference, interference_pairs, pairs_lower_bound
 from engine.ir import parse
-from engine.limits import MAX_INTERFERENCE_EDGES
+from engine.limits import MAX_INTERFERENCE_EDGES, MAX_NESTING
 from engine.liveness import analyze
-from tests.bench.programs import HUGE_GRAPH, sliding_window
+from engine.structure import NestingError, structure
+from tests.bench.programs import HUGE_GRAPH, nested_loops, sliding_window
 from tests.engine.strategies import examples, programs
 
 
@@ -58,3 +59,14 @@ def test_the_pairs_seen_without_liveness_are_a_lower_bound(program):
 @given(programs(control=False))
 def test_the_pairs_seen_without_liveness_are_exact_in_one_block(program):
     assert pairs_lower_bound(program) == interference_pairs(analyze(program))
+
+
+def test_a_nest_as_deep_as_the_limit_is_structured_and_walked_and_one_deeper_is_refused_in_one_line():
+    from engine.ilp import executed_path
+
+    deepest = parse(nested_loops(MAX_NESTING, 1))
+    assert str(structure(deepest)).count("loop") == MAX_NESTING
+    assert len(executed_path(deepest)) == len(deepest.instructions)     # one trip each: every block once
+    with pytest.raises(NestingError, match=f"^block head{MAX_NESTING}: loops and ifs nested more than "
+                                           f"{MAX_NESTING} deep"):
+        structure(parse(nested_loops(MAX_NESTING + 1, 1)))
