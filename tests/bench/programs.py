@@ -100,7 +100,7 @@ def sliding_window(values: int, live: int) -> str:
 
 #: a program of 198,042 instructions (under the 200,000 limit) and MAXLIVE 2,042 (under 2,048) whose graph
 #: would have 3.95e8 edges: about 25 GB to build
-HUGE_GRAPH = dict(values=196_000, live=2_040)
+HUGE_GRAPH = {"values": 196_000, "live": 2_040}
 
 
 def long_loop(trips: int) -> str:

@@ -7,12 +7,23 @@ from hypothesis import given, settings
 
 from engine.bounds import check_program
 from engine.errors import LimitError
-from engine.interference import build_interference, interference_pairs, pairs_lower_bound
+from engine.interference import (
+    build_interference,
+    interference_pairs,
+    pairs_lower_bound,
+)
+from engine.interp import run
 from engine.ir import parse
 from engine.limits import MAX_INTERFERENCE_EDGES, MAX_NESTING
 from engine.liveness import analyze
-from engine.structure import NestingError, structure
-from tests.bench.programs import HUGE_GRAPH, nested_loops, sliding_window
+from engine.structure import NestingError, run_bound, structure
+from tests.bench.programs import (
+    HUGE_GRAPH,
+    long_loop,
+    many_loops,
+    nested_loops,
+    sliding_window,
+)
 from tests.engine.strategies import examples, programs
 
 
@@ -70,3 +81,40 @@ def test_a_nest_as_deep_as_the_limit_is_structured_and_walked_and_one_deeper_is_
     with pytest.raises(NestingError, match=f"^block head{MAX_NESTING}: loops and ifs nested more than "
                                            f"{MAX_NESTING} deep"):
         structure(parse(nested_loops(MAX_NESTING + 1, 1)))
+
+
+@pytest.mark.parametrize("text, header, trips, nested", [
+    (long_loop(7), "loop", 7, 0), (many_loops(5, 3), "loop4", 3, 0), (nested_loops(4, 3), "head0", 3, 3)])
+def test_the_run_bound_of_counted_loops_is_what_the_interpreter_runs_up_to_the_last_block(text, header, trips, nested):
+    program = parse(text)
+    bound = run_bound(program, limit=10 ** 18)
+    assert (bound.header, bound.trips, bound.nested) == (header, trips, nested)
+    assert bound.steps == run(program).steps - 2       # the block after the loops stores and exits
+
+
+@settings(max_examples=examples(300))
+@given(programs())
+def test_every_run_executes_at_least_the_run_bound(program):
+    bound = run_bound(program, limit=10 ** 18)        # these programs have no early exit: every run ends
+    assert all(run(program, seed).steps >= (bound.steps if bound else 0) for seed in (0, 1, 2))
+
+
+@pytest.mark.parametrize("text, line", [
+    (long_loop(2_000_000_000), "the loop at block loop (2,000,000,000 trips) has executed at least 8,000,000,003"),
+    (many_loops(1_022, 1_000), "the loop at block loop499 (1,000 trips) has executed at least 2,001,024"),
+    (nested_loops(MAX_NESTING, 2), "the loop at block head46 (2 trips, with 17 counted loops nested in it)"),
+    (nested_loops(511, 2), "block head64: loops and ifs nested more than 64 deep")])
+def test_loops_too_long_for_the_step_limit_are_refused_before_running_quickly(text, line):
+    program = parse(text, "loops.txt")
+    start = time.process_time()
+    with pytest.raises(LimitError, match="^loops.txt: ") as refused:
+        check_program(program, "loops.txt")
+    assert line in str(refused.value) and time.process_time() - start < 0.5
+
+
+def test_a_loop_whose_trips_are_not_known_up_front_is_left_to_the_step_limit():
+    counted = long_loop(2_000_000_000)
+    for text in (counted.replace("%i:i32 = mov 0", "%i:i32 = ld.global %pc, 0"),      # counter from memory
+                 counted.replace("%i:i32 = add %i, 1", "%i:i32 = add %i, 2"),          # another step
+                 counted.replace("cbr %p, loop, done", "cbr %p, done, loop")):         # leaves while below
+        check_program(parse(text), "loop.txt")

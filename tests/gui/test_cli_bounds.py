@@ -11,15 +11,15 @@ import pytest
 
 from engine.limits import MAX_INTERFERENCE_EDGES
 from engine.plan import FORMAT, VERSION
-from tests.bench.programs import HUGE_GRAPH, sliding_window
+from tests.bench.programs import HUGE_GRAPH, long_loop, many_loops, sliding_window
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def regtune(*args, timeout=120):
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "gui.entry", *map(str, args)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=timeout)
+    r = subprocess.run([sys.executable, "-m", "gui.entry", *map(str, args)], check=False, capture_output=True,
+                       text=True, cwd=ROOT, timeout=timeout)
     return r, time.perf_counter() - start
 
 
@@ -69,3 +69,19 @@ def test_analyze_refuses_a_program_of_4e8_edges_in_one_line(tmp_path):
     r, seconds = regtune("analyze", program)
     _one_line_exit_2(r, f"{program}: ", "about 397,760,220 interference edges")
     assert seconds < 60
+
+
+@pytest.mark.parametrize("text, words", [
+    (long_loop(2_000_000_000), "the loop at block loop (2,000,000,000 trips)"),
+    (many_loops(1_022, 1_000), "the loop at block loop499 (1,000 trips)")])
+@pytest.mark.parametrize("command", ["analyze", "allocate", "check"])
+def test_loops_longer_than_the_step_limit_are_refused_before_anything_runs(tmp_path, text, words, command):
+    program, plan = tmp_path / "loops.txt", _plan_of(text, tmp_path / "loops.json")
+    program.write_text(text)
+    argv = {"analyze": ["analyze", program], "check": ["check", plan],
+            "allocate": ["allocate", program, "--allocator", "linear-scan", "--out", tmp_path / "p.json"]}[command]
+    r, seconds = regtune(*argv)
+    where = plan if command == "check" else program
+    _one_line_exit_2(r, f"{where}: a run that gets past {words}", "above the limit of 2,000,000 for one run",
+                     "refused before running it")
+    assert seconds < 15        # the interpreter reached its step limit after 8-80 s
