@@ -33,11 +33,12 @@ MAX_NESTING = 64
 #: of the config space, load-all-first with a 16x16 tile, has under 1,000)
 MAX_LIVE = 2048
 #: overlapping pairs of live segments (about the interference edges) of one program. Building the graph
-#: takes 64 bytes a pair at its peak (16 kept in the CSR arrays) and about 250 ns a pair, and its longest
-#: single numpy call (which no signal handler interrupts) grows with the pairs: 0.9 s at 3e7, 8 s at 8e7
-#: (SIGTERM latency, measured). 2e7 pairs is 1.3 GB and ~5 s to build, a signal seen within ~1 s,
-#: and 50 times the largest generated program (GEMM 16x16x16 load-all-first, tile 16x16: 361,717 edges)
-MAX_INTERFERENCE_EDGES = 20_000_000
+#: takes 64 bytes a pair at its peak (16 kept in the CSR arrays) and 200-300 ns a pair, and its single numpy
+#: calls, which no signal handler interrupts, take up to 5e-8 s a pair (writing fresh memory), so Ctrl+C
+#: and SIGTERM wait that long (measured: up to 0.8 s at 1e7 pairs, 1.1 s at 1.9e7, 8 s at 8e7). 1e7 pairs
+#: is 640 MB and ~3 s to build, a signal seen within 2 s on a loaded machine, and 25 times the largest
+#: generated program (GEMM 16x16x16 load-all-first, tile 16x16: 361,717 edges)
+MAX_INTERFERENCE_EDGES = 10_000_000
 #: instructions one run of the interpreter may execute (an execution check's run; the ILP model's path)
 MAX_STEPS = 2_000_000
 #: seconds the execution check may run on one plan before it stops with a message

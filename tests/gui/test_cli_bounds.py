@@ -2,6 +2,7 @@
 stops at SIGTERM. Each runs ``python -m gui.entry`` in a subprocess, as a user runs ``regtune``."""
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -39,9 +40,9 @@ def _one_line_exit_2(r, *words):
 
 @pytest.fixture(scope="module")
 def over_the_edge_limit(tmp_path_factory) -> tuple[Path, Path]:
-    """A program file of 20.5 million interference edges (1.3 MB) and a plan file holding it."""
+    """A program file of 10.5 million interference edges (0.4 MB) and a plan file holding it."""
     folder = tmp_path_factory.mktemp("edges")
-    text = sliding_window(21_000, 1_000)
+    text = sliding_window(11_000, 1_000)
     program = folder / "window.txt"
     program.write_text(text)
     return program, _plan_of(text, folder / "window.json")
@@ -57,7 +58,7 @@ def test_every_command_refuses_a_graph_over_the_limit_in_one_line_naming_the_fil
             "build": ["build", plan, "--out-dir", tmp_path / "out"]}[command]
     r, seconds = regtune(*argv)
     where = program if command in ("analyze", "allocate") else plan
-    _one_line_exit_2(r, f"{where}: ", "about 20,500,500 interference edges", f"limit of {MAX_INTERFERENCE_EDGES:,}")
+    _one_line_exit_2(r, f"{where}: ", "about 10,500,500 interference edges", f"limit of {MAX_INTERFERENCE_EDGES:,}")
     assert not (tmp_path / "p.json").exists() and not list(tmp_path.glob("out/*"))
     assert seconds < 30
 
@@ -85,3 +86,24 @@ def test_loops_longer_than_the_step_limit_are_refused_before_anything_runs(tmp_p
     _one_line_exit_2(r, f"{where}: a run that gets past {words}", "above the limit of 2,000,000 for one run",
                      "refused before running it")
     assert seconds < 15        # the interpreter reached its step limit after 8-80 s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [6.0, 12.0])
+def test_sigterm_stops_a_long_allocate_within_two_seconds_in_one_line(tmp_path, after):
+    """A graph just under the limit (9.5 million edges, 180,000 values): reading and allocating it takes about
+    20 s, none of it in a numpy call long enough to hold the signal back."""
+    program = tmp_path / "window.txt"
+    program.write_text(sliding_window(180_000, 53))
+    out = tmp_path / "plan.json"
+    proc = subprocess.Popen([sys.executable, "-m", "gui.entry", "allocate", str(program), "--allocator", "dsatur",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    assert proc.poll() is None, "the allocation ended before the signal"
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    latency = time.perf_counter() - sent
+    assert proc.returncode == 143 and "Traceback" not in err
+    assert err.splitlines() == ["regtune: terminated (SIGTERM); files already written are complete and kept"]
+    assert latency < 2.0 and not out.exists()
