@@ -48,14 +48,15 @@ def over_the_edge_limit(tmp_path_factory) -> tuple[Path, Path]:
     return program, _plan_of(text, folder / "window.json")
 
 
-@pytest.mark.parametrize("command", ["analyze", "allocate", "check", "build"])
+@pytest.mark.parametrize("command", ["analyze", "allocate", "check", "build", "gui"])
 def test_every_command_refuses_a_graph_over_the_limit_in_one_line_naming_the_file(over_the_edge_limit,
                                                                                   tmp_path, command):
     program, plan = over_the_edge_limit
     argv = {"analyze": ["analyze", program],
             "allocate": ["allocate", program, "--allocator", "dsatur", "--out", tmp_path / "p.json"],
             "check": ["check", plan],
-            "build": ["build", plan, "--out-dir", tmp_path / "out"]}[command]
+            "build": ["build", plan, "--out-dir", tmp_path / "out"],
+            "gui": ["gui", plan]}[command]        # the window loads a plan before it opens
     r, seconds = regtune(*argv)
     where = program if command in ("analyze", "allocate") else plan
     _one_line_exit_2(r, f"{where}: ", "about 10,500,500 interference edges", f"limit of {MAX_INTERFERENCE_EDGES:,}")
