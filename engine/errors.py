@@ -18,6 +18,10 @@ class PlanError(RegtuneError):
     """A plan file or plan object is malformed or invalid."""
 
 
+class LimitError(RegtuneError):
+    """A program or plan asks for more work than one of :mod:`engine.limits` allows (names it and the figure)."""
+
+
 class AllocationError(RegtuneError):
     """An allocator could not produce a plan (unknown name, budget too small)."""
 

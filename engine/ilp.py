@@ -70,6 +70,7 @@ import numpy as np
 from engine.arch import DEFAULT_ARCH, load_latencies
 from engine.errors import RegtuneError
 from engine.ir import Instruction, Program
+from engine.limits import MAX_STEPS
 from engine.spill import remove_spill_code, spill_slot
 from engine.structure import (
     Code,
@@ -83,7 +84,7 @@ from engine.structure import (
 )
 
 #: the most instructions an executed path may have (the interpreter's limit for one run)
-MAX_PATH = 2_000_000
+MAX_PATH = MAX_STEPS
 #: edge kinds
 RAW, WAR, WAW = 0, 1, 2
 KIND_NAMES = ("true (read after write)", "false (write after read)", "false (write after write)")

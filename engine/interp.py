@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from engine.errors import InterpreterError, TimeLimitError
 from engine.inputs import GENERIC, Input, InputModel
 from engine.ir import Imm, Instruction, Program, Use
+from engine.limits import MAX_STEPS
 
 MASK32 = 0xFFFFFFFF
 MASK64 = (1 << 64) - 1
@@ -509,7 +510,7 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
     return {r: mix(seed, 0xBAD, r) & MASK32 for r in range(top)}
 
 
-def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = 2_000_000,
+def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = MAX_STEPS,
                  deadline: float | None = None, model: InputModel = GENERIC,
                  decoded: tuple | None = None) -> list[Trace] | None:
     """Run several seeds in lockstep: their traces, in the order of ``seeds``; None where that could not be done.
@@ -536,7 +537,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
         return None
 
 
-def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = 2_000_000,
+def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = MAX_STEPS,
         deadline: float | None = None, model: InputModel = GENERIC, decoded: tuple | None = None,
         stop_after: int | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.

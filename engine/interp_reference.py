@@ -43,9 +43,10 @@ from engine.errors import InterpreterError
 from engine.inputs import GENERIC, Input, InputModel
 from engine.interp import MASK32, MASK64, immediate, mix
 from engine.ir import Imm, Instruction, Program, Use
+from engine.limits import MAX_STEPS
 
 #: the step limit of a run, the fast interpreter's default
-STEP_LIMIT = 2_000_000
+STEP_LIMIT = MAX_STEPS
 #: mask of a result of each width in 32-bit registers (0: a predicate, one bit)
 MASKS = {0: 1, 1: MASK32, 2: MASK64}
 COMPARE = {"lt": int.__lt__, "le": int.__le__, "gt": int.__gt__, "ge": int.__ge__, "eq": int.__eq__,

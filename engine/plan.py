@@ -29,6 +29,7 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from engine.bounds import check_program
 from engine.errors import PlanError, RegtuneError, WriteError
 from engine.fields import digits, exact_keys, excerpt, is_int, load_json
 from engine.ir import Program, parse, print_program
@@ -332,6 +333,7 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
         raise
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
+    check_program(program, source)
     plan = Plan(program, assignment, spills, budget, allocator, workload, options,
                 _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
     if check:

@@ -6,10 +6,14 @@ its body in layout order, and one latch whose back edge ends the body),
 ``if``/``if not`` with an optional ``else`` (the then-part ends with
 ``br JOIN`` past the else-part), ``break`` to the block after the
 innermost loop and ``return`` at ``exit``. Anything else is refused with a
-:class:`StructureError` that names the block at fault and the shape.
+:class:`StructureError` that names the block at fault and the shape, and so
+is a nest deeper than :data:`engine.limits.MAX_NESTING` (:class:`NestingError`:
+every walk of the tree recurses once or a few times a level).
 
 :func:`loop_trips` reads the trip count of each counted loop and
-:func:`adjust_trips` rewrites it (shorter runs of MHA in the simulator).
+:func:`adjust_trips` rewrites it (shorter runs of MHA in the simulator);
+:func:`run_bound` says how many instructions every run has executed once
+it gets past a counted loop, before anything runs.
 
 Invariant: a tree from :func:`structure` holds every block of the program
 exactly once, as a :class:`Code` leaf, in layout order; running the tree
@@ -38,13 +42,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine.errors import LimitError, RegtuneError
 from engine.fields import excerpt
-from engine.ir import Block, Imm, Instruction, Program, replace_blocks, successors
+from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks, successors
+from engine.limits import MAX_NESTING, MAX_STEPS
 
 
 class StructureError(RegtuneError):
     """A control-flow graph that is not a nest of loops and ifs (names the block and the shape)."""
+
+
+class NestingError(StructureError, LimitError):
+    """Loops and ifs nested deeper than :data:`engine.limits.MAX_NESTING` (names the block where it goes past)."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +165,20 @@ class _Structurer:
         self.blocks = program.blocks
         self.index = {b.name: i for i, b in enumerate(program.blocks)}
         self.succ = successors(program)
+        self.depth = 0
 
     def region(self, start: int, stop: int, loop: tuple | None, falls: bool, join: int | None = None) -> Seq:
         """Blocks start..stop-1; ``join`` is where a then-part's closing ``br`` goes (after its else-part)."""
+        self.depth += 1
+        try:
+            return self._region(start, stop, loop, falls, join)
+        finally:
+            self.depth -= 1
+
+    def _region(self, start: int, stop: int, loop: tuple | None, falls: bool, join: int | None) -> Seq:
+        if self.depth > MAX_NESTING + 1:     # the whole program is the first region
+            raise NestingError(f"block {self.blocks[start].name}: loops and ifs nested more than {MAX_NESTING} deep "
+                               "(RegTune's limit)")
         items: list = []
         bi = start
         while bi < stop:
@@ -305,3 +325,211 @@ def adjust_trips(program: Program, trips: dict | None) -> Program:
                                          i.guard_negated, i.phase)
         blocks.append(Block(block.name, tuple(ins)))
     return replace_blocks(program, blocks)
+
+
+@dataclass(frozen=True)
+class RunBound:
+    """Every run that gets past the loop at block ``header`` has executed at least ``steps`` instructions.
+
+    ``trips`` is the loop's trip count and ``nested`` the counted loops inside it.
+    """
+
+    steps: int
+    header: str
+    trips: int
+    nested: int
+
+
+def run_bound(program: Program, tree: Seq | None = None, limit: int = MAX_STEPS) -> RunBound | None:
+    """The first counted loop, in the order a run meets them, past which every run has executed more than
+    ``limit`` instructions; else the one past which runs have executed the most; None without counted loops.
+
+    A loop is counted when its trip count is known before it runs: its
+    latch ends ``%p = setp.lt %i, N`` (N in 1..2**31-1) and ``cbr %p,
+    HEADER, NEXT``, nothing else leaves it, ``%i:i32`` is set by ``mov 0``
+    in the code before the loop and changed in the loop only by one ``add
+    %i, 1`` outside any inner loop or if: it runs at least N trips. Each
+    count is a lower bound: an if counts its shorter side, a loop that is not
+    counted one trip up to its first way out.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block loop\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 1000\\n  cbr %p, loop, done\\n.block done\\n  exit\\n")
+    >>> run_bound(p)
+    RunBound(steps=3001, header='loop', trips=1000, nested=0)
+    """
+    bound = _RunBound(program)
+    passed = bound.walk(structure(program) if tree is None else tree, 0)
+    over = [b for b in passed if b.steps > limit]
+    return over[0] if over else max(passed, key=lambda b: b.steps, default=None)
+
+
+class _RunBound:
+    """Walks a structure tree counting the instructions every run executes (see :func:`run_bound`); each
+    figure of a node is computed once (memos keyed by the node's id, the tree outliving the walk)."""
+
+    def __init__(self, program: Program):
+        self.blocks = program.blocks
+        self.values = program.values
+        self.known: dict[int, int | None] = {}       # Loop -> its trip count (None: not counted)
+        self.written: dict[int, frozenset] = {}       # node -> the values written under it
+        self.writers: dict[int, dict] = {}            # Seq -> value -> positions of the items that write it
+        self.leaves: dict[int, tuple] = {}            # node -> (has a return, has a break out of it)
+        self.last: dict[int, dict] = {}               # block -> value -> its last write in the block
+
+    def walk(self, seq: Seq, before: int) -> list[RunBound]:
+        """The loops of ``seq`` (inner ones first) a run gets past, having executed ``before`` on entering it."""
+        passed: list[RunBound] = []
+        for k, item in enumerate(seq.items):
+            for inner in (item.then, item.orelse or Seq()) if isinstance(item, If) else ():
+                passed += self.walk(inner, before)
+            if isinstance(item, Loop):
+                passed += self.walk(item.body, before)
+                trips = self.trips(seq, k)
+                if trips is not None:
+                    passed.append(RunBound(before + self.least(seq, k), self._name(item), trips,
+                                           self._counted(item.body)))
+            before += self.least(seq, k)
+            if isinstance(item, (Break, Return)):
+                break
+        return passed
+
+    def least(self, seq: Seq, k: int) -> int:
+        """The fewest instructions a run executes in item ``k`` of ``seq`` (up to its first way out)."""
+        node = seq.items[k]
+        if isinstance(node, Code):
+            return len(self.blocks[node.index].instructions)
+        if isinstance(node, If):
+            return min(self._all(node.then), self._all(node.orelse) if node.orelse is not None else 0)
+        if isinstance(node, Loop):
+            return (self.trips(seq, k) or 1) * self._all(node.body)
+        return 0
+
+    def _all(self, seq: Seq) -> int:
+        """The fewest instructions a run executes in ``seq``."""
+        total = 0
+        for k, item in enumerate(seq.items):
+            total += self.least(seq, k)
+            if self._exits(item):
+                break
+        return total
+
+    def trips(self, seq: Seq, k: int) -> int | None:
+        """The trip count of loop ``k`` of ``seq`` when it is counted (see :func:`run_bound`), else None."""
+        loop = seq.items[k]
+        if id(loop) not in self.known:
+            self.known[id(loop)] = self._trips(loop, seq, k)
+        return self.known[id(loop)]
+
+    def _trips(self, loop: Loop, seq: Seq, k: int) -> int | None:
+        items = loop.body.items
+        latch_exit = If(_cond(items[-1]), True, Seq((Break(),))) if items else None   # if not %p: break
+        if len(items) < 2 or not isinstance(items[-2], Code) or items[-1] != latch_exit:
+            return None
+        if any(self._exits(item) for item in items[:-1]):
+            return None
+        setp = self._last_def(items[-2].index, items[-1].cond)
+        if setp is None or setp.opcode != "setp.lt" or not isinstance(setp.operands[1], Imm):
+            return None
+        n, counter = _int(setp.operands[1].text), setp.operands[0]
+        if n is None or not 1 <= n < 2 ** 31 or isinstance(counter, Imm) or self.values[counter.name].type != "i32":
+            return None
+        if not (self._counts_once(items, counter.name) and self._starts_at_zero(seq, k, counter.name)):
+            return None
+        return n
+
+    def _counts_once(self, items, counter: str) -> bool:
+        """``counter`` is written in the loop only by one ``add %counter, 1`` in a block of the loop itself."""
+        if any(counter in self._writes(item) for item in items if not isinstance(item, Code)):
+            return False
+        writes = [i for c in items if isinstance(c, Code) for i in self.blocks[c.index].instructions
+                  if any(d.name == counter for d in i.defs)]
+        return len(writes) == 1 and _is_increment(writes[0], counter)
+
+    def _starts_at_zero(self, seq: Seq, k: int, counter: str) -> bool:
+        """The last item before ``k`` to write ``counter`` is a block whose last write of it is ``mov 0``."""
+        if id(seq) not in self.writers:
+            at: dict = {}
+            for j, item in enumerate(seq.items):
+                for name in self._writes(item):
+                    at.setdefault(name, []).append(j)
+            self.writers[id(seq)] = at
+        before = [j for j in self.writers[id(seq)].get(counter, ()) if j < k]
+        item = seq.items[before[-1]] if before else None
+        first = self._last_def(item.index, counter) if isinstance(item, Code) else None
+        return (first is not None and first.opcode == "mov" and len(first.operands) == 1
+                and isinstance(first.operands[0], Imm) and _int(first.operands[0].text) == 0)
+
+    def _writes(self, node) -> frozenset:
+        """The values some instruction under ``node`` writes."""
+        if id(node) not in self.written:
+            if isinstance(node, Code):
+                names = frozenset(d.name for i in self.blocks[node.index].instructions for d in i.defs)
+            else:
+                names = frozenset().union(*map(self._writes, _children(node)))
+            self.written[id(node)] = names
+        return self.written[id(node)]
+
+    def _exits(self, node) -> bool:
+        """Whether a run may leave the sequence holding ``node`` there: a return anywhere in it, or a break
+        outside any loop of its own."""
+        returns, breaks = self._leaving(node)
+        return returns or breaks
+
+    def _leaving(self, node) -> tuple:
+        if id(node) not in self.leaves:
+            if isinstance(node, Return | Break):
+                found = (isinstance(node, Return), isinstance(node, Break))
+            else:
+                inner = [self._leaving(c) for c in _children(node)]
+                found = (any(r for r, _ in inner), not isinstance(node, Loop) and any(b for _, b in inner))
+            self.leaves[id(node)] = found
+        return self.leaves[id(node)]
+
+    def _last_def(self, block: int, name: str) -> Instruction | None:
+        """The last instruction of a block that writes ``name``, when no guard makes that write optional."""
+        if block not in self.last:
+            self.last[block] = {d.name: i for i in self.blocks[block].instructions for d in i.defs}
+        ins = self.last[block].get(name)
+        return ins if ins is not None and ins.guard is None else None
+
+    def _name(self, loop: Loop) -> str:
+        node = loop
+        while not isinstance(node, Code):      # a loop starts with its header block
+            node = _children(node)[0]
+        return self.blocks[node.index].name
+
+    def _counted(self, node) -> int:
+        """Counted loops under ``node``."""
+        own = isinstance(node, Loop) and self.known.get(id(node)) is not None
+        return own + sum(self._counted(c) for c in _children(node))
+
+
+def _cond(node) -> str | None:
+    return node.cond if isinstance(node, If) else None
+
+
+def _children(node) -> tuple:
+    if isinstance(node, Seq):
+        return node.items
+    if isinstance(node, Loop):
+        return (node.body,)
+    if isinstance(node, If):
+        return (node.then,) if node.orelse is None else (node.then, node.orelse)
+    return ()
+
+
+def _is_increment(ins: Instruction, counter: str) -> bool:
+    ops = ins.operands
+    return (ins.opcode == "add" and ins.guard is None and len(ins.defs) == 1 and len(ops) == 2
+            and {type(o) for o in ops} == {Use, Imm} and any(isinstance(o, Use) and o.name == counter for o in ops)
+            and any(isinstance(o, Imm) and _int(o.text) == 1 for o in ops))
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except (ValueError, OverflowError):
+        return None

@@ -40,7 +40,7 @@ from engine.inputs import GENERIC, InputModel
 from engine.interp import Trace, decode, run, run_together
 from engine.ir import Program, successors
 from engine.interference import overlapping_pairs
-from engine.limits import CHECK_SECONDS
+from engine.limits import CHECK_SECONDS, MAX_STEPS
 from engine.liveness import Analysis, analyze
 from engine.spill import SpillCode, remove_spill_code, spill_code_of, spill_slot
 
@@ -251,7 +251,7 @@ def _reachable(program: Program) -> list[int]:
     return [starts[b] + i for b in sorted(seen) for i in range(len(program.blocks[b].instructions))]
 
 
-def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max_steps: int = 2_000_000,
+def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max_steps: int = MAX_STEPS,
                  deadline: float | None = None, candidates: int = CANDIDATES,
                  runs: ReferenceRuns | None = None) -> tuple[int, ...]:
     """The seeds a check of ``program`` (without spill code) runs: ``seeds``, then those of the candidates
@@ -299,7 +299,7 @@ def _search(program: Program, model: InputModel, seeds: tuple, max_steps: int, d
     return tuple(chosen)
 
 
-def deepest_seed(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+def deepest_seed(program: Program, model: InputModel = GENERIC, max_steps: int = MAX_STEPS,
                  runs: ReferenceRuns | None = None) -> int:
     """The check's seed whose run of ``program`` (without spill code) takes the most steps, the first such
     seed: the one that goes furthest into the kernel's body."""
@@ -308,7 +308,7 @@ def deepest_seed(program: Program, model: InputModel = GENERIC, max_steps: int =
     return max(seeds, key=lambda s: runs.trace(program, s, model, max_steps).steps)
 
 
-def deepest_trace(program: Program, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+def deepest_trace(program: Program, model: InputModel = GENERIC, max_steps: int = MAX_STEPS,
                   runs: ReferenceRuns | None = None) -> Trace:
     """The run of :func:`deepest_seed` (read-only)."""
     runs = runs if runs is not None else ReferenceRuns()
@@ -324,7 +324,7 @@ def _paths(traces: dict) -> list[tuple[int, ...]]:
 
 
 def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEEDS,
-                     max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS,
+                     max_steps: int = MAX_STEPS, max_seconds: float | None = CHECK_SECONDS,
                      model: InputModel = GENERIC, candidates: int = CANDIDATES,
                      runs: ReferenceRuns | None = None, original: Program | None = None) -> ExecutionCheck:
     """Run original and allocated programs on inputs drawn from ``model``; say what the check covered.
@@ -412,12 +412,12 @@ class ReferenceRuns:
         self._chosen: dict = {}
         self._decoded: dict = {}
 
-    def trace(self, program: Program, seed: int, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+    def trace(self, program: Program, seed: int, model: InputModel = GENERIC, max_steps: int = MAX_STEPS,
               deadline: float | None = None) -> Trace:
         """The run of ``program`` on virtual registers (the deadline bounds only a run not kept yet)."""
         return self.traces(program, (seed,), model, max_steps, deadline)[seed]
 
-    def traces(self, program: Program, seeds, model: InputModel = GENERIC, max_steps: int = 2_000_000,
+    def traces(self, program: Program, seeds, model: InputModel = GENERIC, max_steps: int = MAX_STEPS,
                deadline: float | None = None) -> dict:
         """Seed -> run of ``program`` on virtual registers; the seeds not kept yet run in lockstep where their
         paths agree (:func:`engine.interp.run_together`), one by one otherwise."""
@@ -492,7 +492,7 @@ class IdentityProof:
 
 
 def prove_identity(program: Program, spills: dict, workload: dict, options: dict, seeds=SEEDS,
-                   max_steps: int = 2_000_000, max_seconds: float | None = CHECK_SECONDS) -> IdentityProof | None:
+                   max_steps: int = MAX_STEPS, max_seconds: float | None = CHECK_SECONDS) -> IdentityProof | None:
     """Prove that a plan's program is what its workload builds; None for a plan made from an IR file (no
     workload to rebuild).
 

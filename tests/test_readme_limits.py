@@ -29,7 +29,9 @@ def test_readme_limits_table_matches_the_code():
     assert "-2^63..2^64-1 (read as i32 or pred: -2^31..2^32-1)" in _row("integer immediates")
     assert (ir_rules.INT64, ir_rules.INT32) == ((-2 ** 63, 2 ** 64 - 1), (-2 ** 31, 2 ** 32 - 1))
     assert _numbers(_row("registers live at once (MAXLIVE)")) == [limits.MAX_LIVE]
-    assert _numbers(_row("execution check"))[:2] == [int(limits.CHECK_SECONDS), 2_000_000]
+    assert _numbers(_row("loops and ifs nested in one another")) == [limits.MAX_NESTING]
+    assert _numbers(_row("interference edges of one program")) == [limits.MAX_INTERFERENCE_EDGES]
+    assert _numbers(_row("execution check"))[:2] == [int(limits.CHECK_SECONDS), limits.MAX_STEPS]
     assert _numbers(_row("one NVVM compile")) == [int(Limits.seconds), Limits.memory_mb]
     assert _numbers(_row("one simulator run")) == [SIMULATOR_TIMEOUT_S]
     assert f"0..{limits.MAX_SPILL_SLOT}" in README

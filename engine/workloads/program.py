@@ -39,10 +39,13 @@ class ProgramFile:
 
 
 def read(path: str) -> tuple[Program, ProgramFile]:
-    """Parse a program file, naming the file in every error; the program and its workload."""
+    """Parse a program file, naming the file in every error; the program and its workload. A program that
+    asks for more work than :mod:`engine.limits` allows is refused here (:func:`engine.bounds.check_program`)."""
+    from engine.bounds import check_program
     from engine.plan import read_text
 
     program = parse(read_text(path, RegtuneError), path)
+    check_program(program, path)
     return program, ProgramFile(program.name, path)
 
 

@@ -80,3 +80,60 @@ def loop_shaped(n: int = 5000, peak: int = 300, trips: int = 3, seed: int = 2) -
     lines += [f"  st.global %p0, {4 * (4096 + k)}, %{a}" for k, a in enumerate(accs)]
     lines.append("  exit")
     return "\n".join(lines) + "\n"
+
+
+def sliding_window(values: int, live: int) -> str:
+    """Program text: one block where each of ``values`` values lives until ``live`` values later.
+
+    About ``live`` values are live at once and the segments overlap in about
+    ``values * live`` pairs (the interference graph's edges), from a file of
+    about 38 bytes a value: 190,000 values and 2,000 live make 7.3 MB and
+    3.8e8 pairs.
+    """
+    lines = [".kernel window", ".block entry", "  %p:u64 = param C"]
+    lines += [f"  %v{i}:f32 = mov {i}" for i in range(min(live, values))]
+    lines += [f"  %v{i}:f32 = add %v{i - live}, %v{i - 1}" for i in range(live, values)]
+    lines += [f"  st.global %p, 0, %v{i}" for i in range(max(values - live, 0), values)]
+    lines.append("  exit")
+    return "\n".join(lines) + "\n"
+
+
+#: a program of 198,042 instructions (under the 200,000 limit) and MAXLIVE 2,042 (under 2,048) whose graph
+#: would have 3.95e8 edges: about 25 GB to build
+HUGE_GRAPH = {"values": 196_000, "live": 2_040}
+
+
+def long_loop(trips: int) -> str:
+    """Program text: one counted loop of ``trips`` trips of 4 instructions."""
+    return "\n".join([".kernel spin", ".block entry", "  %pc:u64 = param C", "  %x:f32 = mov 0", "  %i:i32 = mov 0",
+                      ".block loop", "  %x:f32 = add %x, 1", "  %i:i32 = add %i, 1", f"  %p:pred = setp.lt %i, {trips}",
+                      "  cbr %p, loop, done", ".block done", "  st.global %pc, 0, %x", "  exit"]) + "\n"
+
+
+def many_loops(loops: int, trips: int) -> str:
+    """Program text: ``loops`` counted loops one after the other, each ``trips`` trips of 4 instructions (their
+    counters all set in the entry block); 1,022 of them make the 1,024 blocks of RegTune's limit."""
+    lines = [".kernel many", ".block entry", "  %pc:u64 = param C", "  %x:f32 = mov 0"]
+    lines += [f"  %i{k}:i32 = mov 0" for k in range(loops)]
+    for k in range(loops):
+        after = f"loop{k + 1}" if k + 1 < loops else "done"
+        lines += [f".block loop{k}", "  %x:f32 = add %x, 1", f"  %i{k}:i32 = add %i{k}, 1",
+                  f"  %p{k}:pred = setp.lt %i{k}, {trips}", f"  cbr %p{k}, loop{k}, {after}"]
+    lines += [".block done", "  st.global %pc, 0, %x", "  exit"]
+    return "\n".join(lines) + "\n"
+
+
+def nested_loops(depth: int, trips: int) -> str:
+    """Program text: ``depth`` counted loops nested in one another, each of ``trips`` trips; loop k's header
+    ``head{k}`` sets the counter of loop k+1, its latch ``latch{k}`` counts its own."""
+    lines = [".kernel nest", ".block entry", "  %pc:u64 = param C", "  %x:f32 = mov 0", "  %i0:i32 = mov 0"]
+    lines += [line for k in range(depth - 1) for line in (f".block head{k}", f"  %i{k + 1}:i32 = mov 0")]
+    last = depth - 1
+    lines += [f".block head{last}", "  %x:f32 = add %x, 1"]
+    for k in range(last, -1, -1):
+        after = f"latch{k - 1}" if k else "done"
+        lines += [f".block latch{k}"] if k < last else []
+        lines += [f"  %i{k}:i32 = add %i{k}, 1", f"  %p{k}:pred = setp.lt %i{k}, {trips}",
+                  f"  cbr %p{k}, head{k}, {after}"]
+    lines += [".block done", "  st.global %pc, 0, %x", "  exit"]
+    return "\n".join(lines) + "\n"
