@@ -62,20 +62,28 @@ Examples
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import struct
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields, replace
 
-from engine.arch import load_arch
+from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
 from engine.fields import excerpt
 from engine.ir import Imm, Instruction, Program, Use
 from engine.ir_rules import COMPARISONS, SPECIAL_REGISTERS, shape_of
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
 from engine.spill import spill_slot
+from kernels.build import CAP_LABELS, CAPS, StageCache, cap_registers
 from kernels.codegen import KernelError, entry_name
+from kernels.measurement import PlanPtxFigures, SassFigures
+from kernels.report import ptxas_figures, threads_per_block
+from kernels.sass import parse_sass
+from kernels.toolchain import CompileReport, nvdisasm, ptxas, ptxas_flags, tool_version
 
 #: how spill code reaches local memory: "volatile" (``ld/st.volatile.local``, kept by ptxas) or "plain"
 SPILL_ACCESS = ("volatile", "plain")
@@ -633,3 +641,67 @@ def plan_ptx(plan: Plan, arch: str = "sm_80", spills: str = "volatile") -> PlanP
     text = "\n".join(t if ir is None else f"{t}\t// ir {ir}" for t, ir in lines) + "\n"
     return PlanPtx(text, entry, target, spills, tuple(ir for _, ir in lines), (*e.symbols, "spill_zero"),
                    registers_used(plan.assignment), e.stores, e.loads)
+
+
+def fingerprint() -> str:
+    """The versions that key the plan PTX's cache entries: ptxas and nvdisasm (no NVVM is involved)."""
+    return f"plan PTX|ptxas {tool_version('ptxas')}|nvdisasm {tool_version('nvdisasm')}"
+
+
+def _valid(text: str) -> bool:
+    """A stored ptxas report (and SASS listing) of the shape this version writes."""
+    data = json.loads(text)
+    report = data["report"]
+    return (isinstance(data.get("sass"), str) and isinstance(report, dict)
+            and set(report) == {f.name for f in fields(CompileReport)}
+            and isinstance(report["registers"], int) and isinstance(report["flags"], list))
+
+
+def _assemble(ptx: PlanPtx, cap: str, cache: StageCache, timings: dict, use_cache: bool) -> tuple:
+    """ptxas at one cap (at the plan cap also nvdisasm's life ranges): the report, the listing ("" without) and
+    whether a tool ran; cached by the PTX, the arch and the flags."""
+    max_registers = cap_registers(cap, ptx.arch, ptx.registers)
+    key = (ptx.text, ptx.arch, " ".join(ptxas_flags(ptx.arch, max_registers)), "sass" if cap == "plan" else "")
+    stored = cache.read("plan-ptx", _valid, *key) if use_cache else None
+    if stored is not None:
+        data = json.loads(stored)
+        r = data["report"]
+        return CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])}), data["sass"], False
+    t = time.perf_counter()
+    report, cubin = ptxas(ptx.text, ptx.arch, max_registers)
+    timings[f"ptxas {ptx.arch} {CAP_LABELS[cap]}"] = (time.perf_counter() - t) * 1000
+    sass = ""
+    if cap == "plan":
+        t = time.perf_counter()
+        sass = nvdisasm(cubin)
+        timings[f"nvdisasm {ptx.arch}"] = (time.perf_counter() - t) * 1000
+    cache.write(json.dumps({"report": report.as_dict(), "sass": sass}), "plan-ptx", *key)
+    return report, sass, True
+
+
+def sass_figures(text: str, arch: str) -> SassFigures:
+    """The live-range figures of a SASS listing (``nvdisasm -c -plr``), without the Numba kernel's explanation."""
+    s = parse_sass(text)
+    return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
+                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), ())
+
+
+def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volatile",
+                     use_cache: bool = True) -> PlanPtxFigures:
+    """ptxas on the plan's own PTX for every arch in ``archs``, at the plan cap and with no cap (the caps a build
+    measures, :data:`kernels.build.CAPS`), and SASS MAXLIVE of the plan-cap cubin; tool runs side by side and
+    cached by content (``timings_ms``: the emission and each tool run that ran)."""
+    archs = tuple(load_arch(a).name for a in archs)
+    t = time.perf_counter()
+    first = plan_ptx(plan, archs[0], spills)
+    timings = {"emit": (time.perf_counter() - t) * 1000}
+    cache = StageCache.open(fingerprint())
+    runs = [(first.for_arch(a), cap) for a in archs for cap in CAPS]
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        done = list(pool.map(lambda run: _assemble(*run, cache, timings, use_cache), runs))
+    by = {(ptx.arch, cap): result for (ptx, cap), result in zip(runs, done)}
+    threads = threads_per_block(plan)
+    return PlanPtxFigures(
+        first.entry, spills, {a: ptxas_figures(by[a, "plan"][0], "plan", threads) for a in archs},
+        {a: ptxas_figures(by[a, "compiler"][0], "compiler", threads) for a in archs},
+        {a: sass_figures(by[a, "plan"][1], a) for a in archs}, timings, not any(r[2] for r in done))
