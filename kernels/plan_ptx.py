@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import struct
 import time
 from collections.abc import Callable
@@ -73,7 +72,7 @@ from dataclasses import dataclass, fields, replace
 
 from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
 from engine.fields import excerpt
-from engine.ir import Imm, Instruction, Program, Use
+from engine.ir import Imm, Instruction, Program, Use, is_name
 from engine.ir_rules import COMPARISONS, SPECIAL_REGISTERS, shape_of
 from engine.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
@@ -209,7 +208,6 @@ _EXPF = ("fma.rn.f32 %t0, {x}, 0f3BBB989D, 0f3F000000", "cvt.sat.f32.f32 %t1, %t
          "fma.rn.f32 %t5, {x}, 0f3FB8AA3B, %t4", "fma.rn.f32 %t6, {x}, 0f32A57060, %t5", "mov.b32 %t9, %t2",
          "shl.b32 %t10, %t9, 23", "mov.b32 %t7, %t10", "ex2.approx.ftz.f32 %t8, %t6", "mul.rn.f32 {d}, %t8, %t7")
 _EXPF_TEMPS = (("f32", 9), ("b32", 2))
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
 
 def register(name: str) -> str:
@@ -300,7 +298,13 @@ class _Emitter:
         self.symbols: list[str] = []         # the IR parameters, in order
         self.spill_widths: set = set()
         self.stores = self.loads = 0
-        self.where = ""
+        self.current: tuple[int, Instruction] | None = None
+
+    @property
+    def where(self) -> str:
+        """The instruction being written, for a message (made only when one is)."""
+        index, ins = self.current
+        return f"instruction {index} ({excerpt(str(ins), 60)})"
 
     # -- the walk ---------------------------------------------------------------------------------------------
     def emit(self) -> None:
@@ -308,11 +312,11 @@ class _Emitter:
         for bi, block in enumerate(self.program.blocks):
             self.body.append((f"{label(block.name)}:", None))
             for ii, ins in enumerate(block.instructions):
-                if ins.phase != phase and ins.phase and _NAME.match(ins.phase):
+                if ins.phase != phase and ins.phase and is_name(ins.phase):
                     self.body.append((f"\t// phase {ins.phase}", None))
                 phase = ins.phase
                 index = self.program.block_starts[bi] + ii
-                self.where = f"instruction {index} ({excerpt(str(ins), 60)})"
+                self.current = (index, ins)
                 lines = self.instruction(ins, bi)
                 self.body.extend((f"\t{text}", index) for text in lines)
 
@@ -692,6 +696,8 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
     measures, :data:`kernels.build.CAPS`), and SASS MAXLIVE of the plan-cap cubin; tool runs side by side and
     cached by content (``timings_ms``: the emission and each tool run that ran)."""
     archs = tuple(load_arch(a).name for a in archs)
+    if not archs:
+        raise PlanPtxError("plan PTX figures need at least one architecture")
     t = time.perf_counter()
     first = plan_ptx(plan, archs[0], spills)
     timings = {"emit": (time.perf_counter() - t) * 1000}
