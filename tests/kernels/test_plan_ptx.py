@@ -332,3 +332,18 @@ def test_plan_ptx_registers_beside_the_numba_kernels(size, allocator, expected, 
         assert mine.ptxas[a].flags == tuple(numba.archs[a].report.flags)
     declared = re.findall(r"\.param \.(\w+) \w+_param_\d+", numba.ptx)
     assert declared == re.findall(r"\.param \.(\w+) \w+_param_\d+", plan_ptx(plan, "sm_80").text)
+
+
+@pytest.mark.slow
+def test_every_parameter_type_is_declared_as_numba_declares_it():
+    """An array, a pred, an i32 and an f64 parameter: the plan PTX's .param list is the Numba kernel's (NVVM's)."""
+    from kernels.build import compile_ptx
+
+    program = parse(".kernel k\n.block entry\n  %pa:u64 = param A\n  %flag:pred = param flag\n  %n:i32 = param n\n"
+                    "  %s:f64 = param s\n  %x:f32 = ld.global %pa, 0\n  @%flag st.global %pa, 4, %x\n  exit\n")
+    [plan] = plans_of(program, {"kind": "program", "name": "k"})[:1]
+    numba = compile_ptx(kernel_source(plan), (8, 0))
+    ours = plan_ptx(plan, "sm_80").text
+    pattern = r"\.param \.(\w+) \w+_param_\d+"
+    assert re.findall(pattern, ours) == re.findall(pattern, numba) == ["u64"] * 7 + ["u8", "u32", "f64", "u32"]
+    assert ptxas(ours, "sm_80")[0].registers > 0
