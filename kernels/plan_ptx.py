@@ -11,13 +11,20 @@ costs one ptxas run. What it holds:
 - each instruction as :data:`PTX_TABLE` says, its guard as ``@%p`` /
   ``@!%p``; a ``cbr`` is ``@%p bra L1`` then ``bra L2``, ``exit`` is ``ret``;
 - the plan's spill code as local-memory traffic: ``st.local SLOT, %v`` and
-  ``ld.local SLOT`` address ``4 * SLOT`` of a 32-bit spill array (``8 *
-  SLOT`` of a 64-bit one for u64 and f64 values), each array as long as the
-  plan's slots (1 + the highest slot, as kernels/codegen.py sizes its local
-  arrays). By default the accesses are ``st.volatile.local`` /
+  ``ld.local SLOT`` address SLOT's place in one local array that holds the
+  slots the plan names and nothing else (:class:`SpillFrame`: 4 bytes a
+  slot times the width of its value, 64-bit slots 8-aligned), so ptxas's
+  stack frame is the plan's spill bytes (rounded to 8). kernels/codegen.py
+  gives each type its own array as long as the highest slot; the same
+  per-type arrays here gave GEMM 7x10x7's linear-scan plan at budget 64
+  (one pointer and 29 floats spilled) a 360-byte frame for its 124 bytes.
+  By default the accesses are ``st.volatile.local`` /
   ``ld.volatile.local`` (:data:`SPILL_ACCESS`, PTX ISA 9.1), which ptxas
   keeps; ptxas promotes plain ``.local`` accesses at constant addresses back
-  to registers (TOOLCHAIN-NOTES.md, "PTX written straight from a plan");
+  to registers (TOOLCHAIN-NOTES.md, "PTX written straight from a plan"),
+  measured here (ptxas 13.5) where the frame holds one type only: a frame
+  that mixes 32- and 64-bit slots (a plan spilling a pointer) it keeps even
+  when plain, so "plain" keeps or drops a plan's spills by its types;
 - the Numba kernel's entry name and signature (:func:`kernels.codegen.entry_name`):
   parameters in the program's order, an array as numba passes it (seven
   ``.u64``: meminfo, parent, nitems, itemsize, data, shape, stride; the
@@ -96,8 +103,8 @@ MEMORY_TYPES = {"f32": "f32", "i32": "s32", "u64": "u64", "f64": "f64", "f16x2":
 PARAM_TYPES = {"f32": ("f32",), "f64": ("f64",), "i32": ("u32",), "pred": ("u8",), "u64": ("u64",) * 7}
 #: which of an array's seven parameters is its data pointer
 ARRAY_DATA = 4
-#: the spill arrays by width in 32-bit words
-SPILL_ARRAYS = {1: "regtune_spill32", 2: "regtune_spill64"}
+#: the local array that holds the plan's spill slots
+SPILL_FRAME = "regtune_spill"
 END_LABEL = "$L_end"
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 
@@ -287,6 +294,48 @@ class _Lines:
         return ["{", *(f".reg .{t} {n};" for t, n in self.temps), *self.body, "}"]
 
 
+@dataclass(frozen=True)
+class SpillFrame:
+    """Where each spill slot lives in the kernel's local memory: the slots in ascending order, each 4 bytes times
+    the width of the widest value spill code moves through it, 64-bit ones 8-aligned; nothing between them.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.local 3, %x\\n  %p:u64 = mov 8\\n"
+    ...           "  st.local 1, %p\\n  exit\\n")
+    >>> SpillFrame.of(p)
+    SpillFrame(offsets={1: 0, 3: 8}, size=12)
+    """
+
+    offsets: dict
+    size: int
+
+    @classmethod
+    def of(cls, program: Program) -> SpillFrame:
+        widths: dict[int, int] = {}
+        for ins in program.instructions:
+            slot = spill_slot(ins) if ins.opcode in ("ld.local", "st.local") else None
+            if slot is not None:
+                widths[slot] = max(widths.get(slot, 1), _spilled_width(ins, program))
+        offsets, at = {}, 0
+        for slot in sorted(widths):
+            size = 4 * widths[slot]
+            at = -(-at // size) * size
+            offsets[slot], at = at, at + size
+        return cls(offsets, at)
+
+
+def _spilled_width(ins: Instruction, program: Program) -> int:
+    """2 for spill code that moves a u64 or f64 value, else 1 (a predicate as a word)."""
+    if ins.opcode == "ld.local":
+        type_ = ins.defs[0].type if ins.defs else "f32"
+    else:
+        value = ins.operands[1] if len(ins.operands) > 1 else None
+        type_ = program.values[value.name].type if isinstance(value, Use) and value.name in program.values else "f32"
+    return 2 if type_ in ("u64", "f64") else 1
+
+
 class _Emitter:
     """Writes a program's instructions in linear order: (line, IR index) pairs, the parameters, the spill arrays."""
 
@@ -296,7 +345,7 @@ class _Emitter:
         self.body: list[tuple[str, int | None]] = []
         self.params: list[str] = []          # the .param declarations, in order
         self.symbols: list[str] = []         # the IR parameters, in order
-        self.spill_widths: set = set()
+        self.frame = SpillFrame.of(program)
         self.stores = self.loads = 0
         self.current: tuple[int, Instruction] | None = None
 
@@ -440,9 +489,7 @@ class _Emitter:
             raise PlanPtxError(f"{self.where}: expected 'st.local SLOT, %VALUE'")
         name = ins.operands[1].name if store else ins.defs[0].name
         type_ = self.types[name]
-        width = 2 if type_ in ("u64", "f64") else 1
-        self.spill_widths.add(width)
-        at = f"[{SPILL_ARRAYS[width]}+{4 * width * slot}]"
+        at = f"[{SPILL_FRAME}+{self.frame.offsets[slot]}]"
         access = "volatile.local" if self.spills == "volatile" else "local"
         mem = MEMORY_TYPES.get(type_, "b32")
         if store:
@@ -615,10 +662,6 @@ def _declarations(program: Program) -> list[str]:
     return out
 
 
-def _spill_arrays(program: Program, widths: set) -> list[str]:
-    """The local arrays spill code addresses, each as long as the plan's slots (1 + the highest slot)."""
-    slots = 1 + max((spill_slot(i) for i in program.instructions if i.opcode in ("ld.local", "st.local")), default=-1)
-    return [f"\t.local .align {4 * w} .b8 {SPILL_ARRAYS[w]}[{4 * w * slots}];" for w in sorted(widths)]
 
 
 def plan_ptx(plan: Plan, arch: str = "sm_80", spills: str = "volatile") -> PlanPtx:
@@ -639,7 +682,8 @@ def plan_ptx(plan: Plan, arch: str = "sm_80", spills: str = "volatile") -> PlanP
             ".address_size 64", "", f".visible .entry {entry}(",
             ",\n".join(f"\t{p}" for p in e.params), ")", "{"]
     head = "\n".join(head).split("\n")
-    decls = _spill_arrays(plan.program, e.spill_widths) + _declarations(plan.program) + [""]
+    frame = [f"\t.local .align 8 .b8 {SPILL_FRAME}[{e.frame.size}];"] if e.frame.size else []
+    decls = frame + _declarations(plan.program) + [""]
     lines = [(text, None) for text in head + decls] + e.body + [(f"{END_LABEL}:", None), ("\tret;", None),
                                                                  ("}", None)]
     text = "\n".join(t if ir is None else f"{t}\t// ir {ir}" for t, ir in lines) + "\n"

@@ -5,6 +5,7 @@ figures stand beside the Numba kernel's."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
@@ -20,7 +21,7 @@ from engine.workloads.mha import Mha, build_mha, mha_configs
 from engine.workloads.program import read
 from kernels.codegen import kernel_source
 from kernels.measurement import PlanPtxFigures
-from kernels.plan_ptx import PTX_TABLE, PlanPtxError, plan_ptx, plan_ptx_figures
+from kernels.plan_ptx import PTX_TABLE, PlanPtxError, SpillFrame, plan_ptx, plan_ptx_figures
 from kernels.toolchain import ToolchainError, ptxas
 
 ALLOCATOR_NAMES = sorted(ALLOCATORS)
@@ -158,17 +159,34 @@ def test_the_signature_and_entry_are_the_numba_kernels():
         assert len(declared) == 7 * arrays + len(source.params) - arrays   # numba's seven words an array
 
 
-def test_spill_code_addresses_the_plans_slots_in_arrays_as_long_as_its_slots():
+def test_spill_code_addresses_the_plans_slots_in_one_frame_of_the_plans_bytes():
     [plan] = [p for p in gemm_plans(Gemm(8, 8, 8), budget=64, tile=(8, 8)) if p.allocator == "chaitin-briggs"]
     ptx = plan_ptx(plan, "sm_80")
-    slots = 1 + max(plan.spills.values())
-    assert f".local .align 4 .b8 regtune_spill32[{4 * slots}];" in ptx.text
-    stores = re.findall(r"st\.volatile\.local\.f32 \[regtune_spill32\+(\d+)\]", ptx.text)
+    assert f".local .align 8 .b8 regtune_spill[{4 * len(plan.spills)}];" in ptx.text     # 25 f32 slots
+    stores = re.findall(r"st\.volatile\.local\.f32 \[regtune_spill\+(\d+)\]", ptx.text)
     assert len(stores) == ptx.spill_stores == sum(1 for i in plan.program.instructions if i.opcode == "st.local")
-    assert {int(s) // 4 for s in stores} == set(plan.spills.values())
+    assert {int(s) // 4 for s in stores} == set(plan.spills.values())          # slots 0..24, 4 bytes each
     assert "ld.local" not in ptx.text and "st.local" not in ptx.text
     plain = plan_ptx(plan, "sm_80", "plain")
     assert "volatile" not in plain.text and plain.spill_loads == ptx.spill_loads > 0
+
+
+def test_a_frame_of_mixed_widths_holds_each_slot_once_aligned():
+    """Linear-scan spills pointers (u64) beside floats: 8 bytes each, 8-aligned, the floats 4 bytes each."""
+    program, _ = build_gemm(Gemm(7, 10, 7))
+    allocation = allocate("linear-scan", program, 64)
+    wide = {n for n in allocation.spills if program.values[n].type == "u64"}
+    assert wide and len(wide) < len(allocation.spills)
+    frame = SpillFrame.of(allocation.program)
+    assert sorted(frame.offsets) == sorted(allocation.spills.values())
+    ends = sorted((frame.offsets[allocation.spills[n]], 8 if n in wide else 4) for n in allocation.spills)
+    assert all(a + w <= b for (a, w), (b, _) in itertools.pairwise(ends))                # no two slots overlap
+    assert frame.size == ends[-1][0] + ends[-1][1]
+    narrow = len(allocation.spills) - len(wide)
+    assert 8 * len(wide) + 4 * narrow <= frame.size <= 12 * len(wide) + 4 * narrow     # at most 4 B to align each
+    assert all(frame.offsets[allocation.spills[n]] % 8 == 0 for n in wide)
+    report, _ = ptxas(plan_ptx(allocation.plan(), "sm_80").text, "sm_80")
+    assert report.stack_frame_bytes == -(-frame.size // 8) * 8
 
 
 def test_volatile_spill_code_survives_ptxas_and_plain_spill_code_is_promoted_to_registers(capsys):
@@ -188,6 +206,16 @@ def test_volatile_spill_code_survives_ptxas_and_plain_spill_code_is_promoted_to_
     assert figures["volatile"].stack_frame_bytes == -(-4 * slots // 8) * 8      # the slots, the frame 8-aligned
     assert figures["volatile"].registers <= registers_used(plan.assignment) < figures["plain"].registers
     assert figures["plain"].stack_frame_bytes == 0
+
+
+def test_plain_spill_code_stays_in_memory_when_the_frame_mixes_widths():
+    """Measured (ptxas 13.5): a frame with a pointer among floats is not promoted, plain or volatile."""
+    program, _ = build_gemm(Gemm(7, 10, 7))
+    allocation = allocate("linear-scan", program, 64)
+    size = -(-SpillFrame.of(allocation.program).size // 8) * 8
+    for spills in ("plain", "volatile"):
+        report, _ = ptxas(plan_ptx(allocation.plan(), "sm_80", spills).text, "sm_80")
+        assert report.stack_frame_bytes == size > 0, spills
 
 
 # -- what each opcode means ----------------------------------------------------------------------------------
