@@ -188,8 +188,9 @@ def _cc(arch: str) -> tuple:
 CACHE_FORMAT = "regtune-cache"
 
 
-class _Cache:
-    """Build results on disk, one file per entry, each with a checksum of its content.
+class StageCache:
+    """Build results on disk, one file per entry, each with a checksum of its content (the cache of every tool
+    stage: this module's, and kernels/plan_ptx.py's ptxas runs under a kind of their own).
 
     An entry that cannot be read, is not an entry of this format, fails its
     checksum or its shape check is a miss: the caller builds again and the
@@ -202,7 +203,7 @@ class _Cache:
         self.root, self.fingerprint, self.warning = root, fingerprint, warning
 
     @classmethod
-    def open(cls, fingerprint: str) -> "_Cache":
+    def open(cls, fingerprint: str) -> "StageCache":
         try:
             return cls(cache_dir(), fingerprint)
         except OSError as exc:
@@ -295,7 +296,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
     for a in archs:
         load_arch(a)
     fingerprint = toolchain_fingerprint()
-    cache = _Cache.open(fingerprint)
+    cache = StageCache.open(fingerprint)
     timings: dict = {}
     ran = False
     cc = min(_cc(a) for a in archs)
@@ -335,7 +336,7 @@ def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
     return plan_register_cap(load_arch(arch), plan_registers) if cap == "plan" else None
 
 
-def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache, timings: dict,
+def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: StageCache, timings: dict,
                use_cache: bool) -> tuple[CompileReport, str, str, bool]:
     """ptxas at one cap (and, at the plan cap, nvdisasm of its cubin): the report, the SASS listing and its
     encodings ("" without) and whether a tool ran."""
@@ -360,7 +361,7 @@ def _ptxas_run(ptx: str, arch: str, cap: str, plan_registers: int, cache: _Cache
     return report, sass_text, hex_text, True
 
 
-def _line_run(lined: str, arch: str, plan_registers: int, cache: _Cache, timings: dict,
+def _line_run(lined: str, arch: str, plan_registers: int, cache: StageCache, timings: dict,
               use_cache: bool) -> tuple[str, bool]:
     """ptxas of the PTX with line info at the plan cap, then ``nvdisasm -c -g``: the listing with source lines
     (the measured kernel's instructions when ptxas ignored the lines) and whether a tool ran."""

@@ -187,6 +187,29 @@ class SassFigures(_Record):
 
 
 @dataclass(frozen=True)
+class PlanPtxFigures(_Record):
+    """ptxas and the SASS on a plan's own PTX (:mod:`kernels.plan_ptx`, "plan PTX"), per architecture.
+
+    ``ptxas`` is ptxas at the plan cap, ``ptxas_compiler`` with no
+    ``-maxrregcount``, each with its flags, as in a :class:`Measurement`;
+    ``sass`` the live ranges of the plan-cap cubin (no explanation, schedule
+    or IR map: those are the Numba kernel's); ``spills`` how its spill code
+    reached local memory ("volatile" or "plain").
+    """
+
+    entry: str
+    spills: str
+    ptxas: dict
+    ptxas_compiler: dict
+    sass: dict
+    timings_ms: dict
+    cached: bool
+    _NESTED = {"ptxas": lambda d: {a: PtxasFigures.from_dict(v) for a, v in d.items()},
+               "ptxas_compiler": lambda d: {a: PtxasFigures.from_dict(v) for a, v in d.items()},
+               "sass": lambda d: {a: SassFigures.from_dict(v) for a, v in d.items()}}
+
+
+@dataclass(frozen=True)
 class KernelFigures(_Record):
     """The generated kernel: whose spills it carries, and what of them reached the PTX."""
 
