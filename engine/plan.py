@@ -34,7 +34,7 @@ from engine.errors import PlanError, RegtuneError, WriteError
 from engine.fields import digits, exact_keys, excerpt, is_int, load_json
 from engine.ir import Program, parse, print_program
 from engine.limits import MAX_FILE_BYTES, MAX_REGISTERS, MAX_SPILL_SLOT
-from engine.verify import static_conflicts
+from engine.verify import first_conflicts
 
 FORMAT = "regtune-plan"
 VERSION = 1
@@ -343,9 +343,9 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
 
 def check_plan(plan: Plan, source: str = "<plan>") -> None:
     """Raise :class:`PlanError` with the first violation, if any."""
-    conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget)
+    conflicts, total = first_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, 1)
     if conflicts:
-        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        more = f" (and {total - 1} more)" if total > 1 else ""
         raise PlanError(f"{source}: {conflicts[0].message}{more}")
 
 

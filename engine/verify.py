@@ -105,8 +105,10 @@ def _register_segments(analysis: Analysis, assignment: dict):
             np.concatenate([start, start[pair]]), np.concatenate([end, end[pair]]))
 
 
-def overlap_conflicts(analysis: Analysis, assignment: dict) -> list[Conflict]:
-    """Pairs of values holding one register at one position, each at its first such point.
+def overlap_conflicts(analysis: Analysis, assignment: dict, limit: int | None = None) -> tuple[list[Conflict], int]:
+    """Pairs of values holding one register at one position, each at its first such point, and how many
+    there are: all of them, or (``limit``) at least the ``limit`` at the earliest instructions, so a plan
+    with millions of conflicts (every value in R0) costs arrays, not millions of objects.
 
     Works on the segments of each register alone (never on the interference
     graph the allocators used), so it checks them independently.
@@ -120,8 +122,13 @@ def overlap_conflicts(analysis: Analysis, assignment: dict) -> list[Conflict]:
     order = np.lexsort((reg[i], position, b, a))
     a, b, position, shared = a[order], b[order], position[order], reg[i][order]
     first = np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])] & (a != b) if len(a) else np.zeros(0, bool)
-    return [_overlap(analysis, (x, y), p // 2, r)
-            for x, y, p, r in zip(a[first].tolist(), b[first].tolist(), position[first].tolist(), shared[first].tolist())]
+    keep = np.flatnonzero(first)
+    total = len(keep)
+    if limit is not None and total > limit:
+        cut = np.partition(position[keep], limit - 1)[limit - 1]
+        keep = keep[position[keep] <= cut]
+    return [_overlap(analysis, (x, y), p // 2, r) for x, y, p, r in
+            zip(a[keep].tolist(), b[keep].tolist(), position[keep].tolist(), shared[keep].tolist())], total
 
 
 def _overlap(analysis: Analysis, pair, instruction: int, reg: int) -> Conflict:
@@ -179,10 +186,28 @@ def static_conflicts(program: Program, assignment: dict, spills: dict, budget: i
     ``analysis`` and ``spill_code``, when the caller has them for ``program``
     (an allocation carries both), save computing them again.
     """
+    return first_conflicts(program, assignment, spills, budget, None, analysis, spill_code)[0]
+
+
+def first_conflicts(program: Program, assignment: dict, spills: dict, budget: int, limit: int | None,
+                    analysis: Analysis | None = None, spill_code: SpillCode | None = None
+                    ) -> tuple[list[Conflict], int]:
+    """The first ``limit`` violations in :func:`static_conflicts`' order (None: all) and how many there are.
+
+    Examples
+    --------
+    >>> from engine.ir import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n" + "".join(f"  %x{i}:f32 = mov 1\\n" for i in range(50))
+    ...           + "".join(f"  st.global %pa, 0, %x{i}\\n" for i in range(50)) + "  exit\\n")
+    >>> shown, total = first_conflicts(p, {f"x{i}": (0,) for i in range(50)} | {"pa": (2, 3)}, {}, 4, 1)
+    >>> len(shown), total, shown[0].message[:30]
+    (1, 1225, '%x0 and %x1 share R0 while bot')
+    """
     analysis = analysis or analyze(program)
     found = _shape_conflicts(program, assignment, budget) + _slot_conflicts(program, spills, spill_code)
-    found += overlap_conflicts(analysis, assignment)
-    return sorted(found)
+    overlaps, count = overlap_conflicts(analysis, assignment, limit)
+    ordered = sorted(found + overlaps)
+    return (ordered if limit is None else ordered[:limit]), len(found) + count
 
 
 #: the random inputs a plan is always verified on
