@@ -275,7 +275,7 @@ def realisation_sentences(plan: Plan, build: Build, own, arch: str) -> list[str]
     if own is None:
         return []
     if isinstance(own, Unavailable):
-        return [f"plan PTX: {own.reason}"]
+        return [own.reason]
     if arch not in own.ptxas:
         return []
     b = build.archs[arch]
