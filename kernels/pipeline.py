@@ -38,7 +38,13 @@ from engine.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
 from kernels.build import Limits, build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source
-from kernels.measurement import Measurement, PlanPtxFigures, Sweep, SweepRow, Unavailable
+from kernels.measurement import (
+    Measurement,
+    PlanPtxFigures,
+    Sweep,
+    SweepRow,
+    Unavailable,
+)
 from kernels.plan_ptx import plan_ptx_figures
 from kernels.report import measurement, threads_per_block
 from kernels.run import SIMULATOR_TIMEOUT_S, run_on_gpu, simulate

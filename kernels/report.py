@@ -287,8 +287,8 @@ def realisation_sentences(plan: Plan, build: Build, own, arch: str) -> list[str]
            f"{build.ptx_count('ld.local')} ld.local)"
            for cap, mine, numba in caps if mine.registers != numba.registers]
     if not out:
-        out = [f"the plan PTX gets the Numba kernel's registers at both caps ({b.report.registers} at the plan cap, "
-               f"{b.compiler.registers} with no cap)"]
+        out = [(f"the plan PTX gets the Numba kernel's registers at both caps ({b.report.registers} at the plan "
+                f"cap, {b.compiler.registers} with no cap)")]
     return out
 
 
