@@ -118,3 +118,21 @@ def test_an_opaque_opcode_is_refused_before_any_work_as_before(tmp_path, capsys)
     assert err.startswith("regtune: error: ") and err.count("\n") == 1
     assert "opcode tex.fetch has no CUDA lowering" in err
     assert not list((tmp_path / "o").glob("*"))                     # nothing written
+
+
+def test_where_the_realisations_disagree_build_says_by_how_much(tmp_path, capsys):
+    # GEMM 2x2x2 dsatur on sm_90: ptxas (the wheel's 13.x) gives the plan PTX 23 registers at the plan cap of 22
+    # where NVVM's PTX gets 22 (measured); the sentence carries both counts and both PTXs' ld.global counts
+    plan = tmp_path / "plan.json"
+    assert main(["allocate", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocator", "dsatur",
+                 "--out", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["build", str(plan), "--arch", "sm_90", "--no-simulate", "--out-dir", str(tmp_path / "o"),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    own, numba = report["plan_ptx"]["ptxas"]["sm_90"]["registers"], report["ptxas"]["sm_90"]["registers"]
+    assert own != numba
+    loads = report["kernel"]["ptx_global_loads"]
+    assert (f"at the plan cap the plan PTX gets {own} registers where the Numba kernel gets {numba}: NVVM's PTX "
+            f"differs from the plan's (the plan PTX has 12 ld.global, the Numba kernel's {loads} ld.global"
+            ) in " ".join(report["sass"]["sm_90"]["explanation"])
