@@ -209,6 +209,11 @@ class PlanPtxFigures(_Record):
                "sass": lambda d: {a: SassFigures.from_dict(v) for a, v in d.items()}}
 
 
+def plan_ptx_from_dict(data: dict) -> PlanPtxFigures | Unavailable:
+    """A report's plan-PTX figures, or why there are none (a plan the emitter refuses)."""
+    return Unavailable(data["error"]) if "error" in data else PlanPtxFigures.from_dict(data)
+
+
 @dataclass(frozen=True)
 class KernelFigures(_Record):
     """The generated kernel: whose spills it carries, and what of them reached the PTX."""
@@ -343,7 +348,9 @@ class Measurement(_Record):
 
     ``ptxas`` is ptxas at the plan cap (the kernel ``sass``, the simulator
     and the GPU run are of), ``ptxas_compiler`` ptxas on the same PTX with
-    no ``-maxrregcount``; each carries its flags.
+    no ``-maxrregcount``; each carries its flags. ``plan_ptx`` is the same
+    two ptxas runs on the plan's own PTX (the "plan PTX" realisation; the
+    "Numba kernel" above stays the one exported, simulated and launched).
 
     ``to_dict`` is the report ``regtune build`` writes (report.json);
     :meth:`to_reply`/:meth:`from_reply` add the listings for the worker's reply.
@@ -365,6 +372,9 @@ class Measurement(_Record):
     cache_warning: str = field(default="", compare=False)
     #: arch -> {"plan": ..., "sass": ...}: :class:`ModelTimeFigures` or why there is none (empty: an older report)
     model_time: dict = field(default_factory=dict)
+    #: ptxas on the plan's own PTX ("plan PTX", :mod:`kernels.plan_ptx`) beside the Numba kernel's, or why there
+    #: is none; None: a report written before it was measured
+    plan_ptx: PlanPtxFigures | Unavailable | None = None
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -380,8 +390,9 @@ class Measurement(_Record):
     def from_dict(cls, data: dict, listings: Listings | None = None) -> Measurement:
         values = {name: read(data[name]) for name, read in _measurement_fields().items()}
         model = {a: {s: model_time_from_dict(v) for s, v in by.items()} for a, by in data.get("model_time", {}).items()}
+        plan_ptx = plan_ptx_from_dict(data["plan_ptx"]) if "plan_ptx" in data else None
         return cls(**values, toolchain=data["toolchain"], timings_ms=dict(data["timings_ms"]),
-                   cached=data["cached"], listings=listings, model_time=model)
+                   cached=data["cached"], listings=listings, model_time=model, plan_ptx=plan_ptx)
 
     def to_reply(self) -> dict:
         """The worker's reply: the report and the listings."""

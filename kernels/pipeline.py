@@ -8,7 +8,9 @@ nothing else builds a report or a sweep.
 Invariant: each function returns a typed result
 (:class:`~kernels.measurement.Measurement`, :class:`~kernels.measurement.Sweep`);
 a simulator or GPU figure that could not be had is an ``Unavailable`` with
-its reason, and the GPU runs the very kernel that was built (same spills).
+its reason, and the GPU runs the very kernel that was built (same spills);
+the plan PTX's figures are measured beside it, or are an ``Unavailable``
+saying why the plan has none.
 It reports its stages to a progress object and stops with ``Cancelled``
 between them once that object says so.
 
@@ -31,11 +33,19 @@ from engine.arch import (
     load_arch,
     occupancy,
 )
+from engine.errors import RegtuneError
 from engine.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
 from kernels.build import Limits, build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source
-from kernels.measurement import Measurement, Sweep, SweepRow, Unavailable
+from kernels.measurement import (
+    Measurement,
+    PlanPtxFigures,
+    Sweep,
+    SweepRow,
+    Unavailable,
+)
+from kernels.plan_ptx import plan_ptx_figures
 from kernels.report import measurement, threads_per_block
 from kernels.run import SIMULATOR_TIMEOUT_S, run_on_gpu, simulate
 from kernels.toolchain import CompileReport, cuda_device, ptxas
@@ -67,14 +77,26 @@ def measure(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", limits:
     """
     progress = progress or NullProgress()
     _stage(progress, 0, 3, "build")
-    build = build_plan(plan, tuple(archs), spills=spills, limits=limits)
+    with ThreadPoolExecutor(max_workers=1) as pool:        # the plan PTX's ptxas runs beside NVVM's build
+        own = pool.submit(plan_ptx_or_why, plan, tuple(archs))
+        build = build_plan(plan, tuple(archs), spills=spills, limits=limits)
+        own = own.result()
     _stage(progress, 1, 3, "simulator check")
     sim = Unavailable(skip_simulator) if skip_simulator else simulate(plan, spills, sim_timeout)
     _stage(progress, 2, 3, "GPU run")
     device = _device()
     gpu = run_on_gpu(plan, spills, device=device)
     progress.advance(3, 3)
-    return measurement(plan, build, sim, gpu)
+    return measurement(plan, build, sim, gpu, own)
+
+
+def plan_ptx_or_why(plan: Plan, archs) -> PlanPtxFigures | Unavailable:
+    """ptxas on ``plan``'s own PTX (:func:`kernels.plan_ptx.plan_ptx_figures`), or why there is none: the
+    emitter's refusal (an opaque opcode of a program file) or ptxas's error, never an exception."""
+    try:
+        return plan_ptx_figures(plan, archs)
+    except RegtuneError as e:
+        return Unavailable(f"no plan PTX: {e}")
 
 
 def sweep_caps(start: int, stop: int) -> list[int]:

@@ -14,7 +14,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from engine.arch import (
     DEFAULT_ARCH,
@@ -268,15 +268,42 @@ def kernel_figures(build: Build) -> KernelFigures:
                          build.ptx_count("ld.local"), build.ptx_count("ld.global"), build.entry)
 
 
+def realisation_sentences(plan: Plan, build: Build, own, arch: str) -> list[str]:
+    """The plan PTX (``own``: :class:`PlanPtxFigures`, or why there is none) against the Numba kernel for
+    ``arch``: one sentence per cap where ptxas's registers differ, one when they agree at both; nothing for an
+    older report (``own`` None)."""
+    if own is None:
+        return []
+    if isinstance(own, Unavailable):
+        return [own.reason]
+    if arch not in own.ptxas:
+        return []
+    b = build.archs[arch]
+    caps = (("at the plan cap", own.ptxas[arch], b.report), ("with no cap", own.ptxas_compiler[arch], b.compiler))
+    loads = sum(ins.opcode == "ld.global" for ins in plan.program.instructions)   # one PTX line each
+    out = [f"{cap} the plan PTX gets {mine.registers} registers where the Numba kernel gets {numba.registers}: "
+           f"NVVM's PTX differs from the plan's (the plan PTX has {loads} ld.global, the Numba kernel's "
+           f"{build.ptx_count('ld.global')} ld.global, {build.ptx_count('st.local')} st.local, "
+           f"{build.ptx_count('ld.local')} ld.local)"
+           for cap, mine, numba in caps if mine.registers != numba.registers]
+    if not out:
+        out = [(f"the plan PTX gets the Numba kernel's registers at both caps ({b.report.registers} at the plan "
+                f"cap, {b.compiler.registers} with no cap)")]
+    return out
+
+
 def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailable,
-                gpu: GpuRun | Unavailable) -> Measurement:
-    """Everything known about ``plan``'s kernel: planned beside ptxas, SASS, simulator and GPU per arch.
+                gpu: GpuRun | Unavailable, plan_ptx=None) -> Measurement:
+    """Everything known about ``plan``'s kernel: planned beside ptxas, SASS, simulator and GPU per arch, and
+    ``plan_ptx`` (ptxas on the plan's own PTX, or why there is none) beside them.
 
     The planned occupancy is on the build's first arch; ``to_dict`` of the
     result is the report ``regtune build`` writes.
     """
     threads = threads_per_block(plan)
     sass = {a: sass_figures(plan, build, a) for a in build.archs}
+    sass = {a: replace(s, explanation=s.explanation + tuple(realisation_sentences(plan, build, plan_ptx, a)))
+            for a, s in sass.items()}
     return Measurement(PlanSummary(plan.allocator, plan.budget, plan.program.name, plan.workload),
                        planned(plan, next(iter(build.archs))),
                        {a: ptxas_figures(b.report, "plan", threads) for a, b in build.archs.items()},
@@ -286,7 +313,7 @@ def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailabl
                        build.cached, Listings(build.source.text, build.ptx,
                                               {a: b.sass_text for a, b in build.archs.items()},
                                               {a: b.hex_text for a, b in build.archs.items()}),
-                       build.cache_warning, model_times(plan, build, sass))
+                       build.cache_warning, model_times(plan, build, sass), plan_ptx)
 
 
 #: what a measured row shows for a plan that has no measurement yet
@@ -317,6 +344,21 @@ def _no_cap(arch: str, get):
     """A row getter on one arch's ptxas figures with no cap (ptxas's own choice)."""
     def read(m: Measurement):
         return get(m.ptxas_compiler[arch]) if arch in m.ptxas_compiler else f"not built for {arch}"
+    return _measured(read)
+
+
+def _plan_ptx(arch: str, get):
+    """A row getter on one arch's plan-PTX figures (``get(ptxas at the plan cap, with no cap, sass)``), or why
+    there are none."""
+    def read(m: Measurement):
+        own = m.plan_ptx
+        if own is None:
+            return "not measured (an older report)"
+        if isinstance(own, Unavailable):
+            return own.reason
+        if arch not in own.ptxas:
+            return f"not built for {arch}"
+        return get(own.ptxas[arch], own.ptxas_compiler[arch], own.sass[arch])
     return _measured(read)
 
 
@@ -376,7 +418,11 @@ def compare_rows(archs) -> list[tuple[str, str, object]]:
                  (f"{a} SASS MAXLIVE, plan cap", "min", _on(a, lambda p, s: s.maxlive)),
                  (f"{a} SASS issue cycles/warp (model)", "min", _on(a, lambda p, s: _issue(s.schedule))),
                  (f"{a} model time (us), plan issue cycles", "min", _model_us(a, "plan")),
-                 (f"{a} model time (us), SASS issue cycles", "min", _model_us(a, "sass"))]
+                 (f"{a} model time (us), SASS issue cycles", "min", _model_us(a, "sass")),
+                 (f"{a} plan PTX registers, plan cap", "min", _plan_ptx(a, lambda p, c, s: p.registers)),
+                 (f"{a} plan PTX registers, no cap", "min", _plan_ptx(a, lambda p, c, s: c.registers)),
+                 (f"{a} plan PTX spill bytes, plan cap", "min", _plan_ptx(a, lambda p, c, s: p.spill_bytes)),
+                 (f"{a} plan PTX SASS MAXLIVE", "min", _plan_ptx(a, lambda p, c, s: s.maxlive))]
     rows += [("simulator check", "", _measured(lambda m: str(m.simulator))),
              ("GPU time (ms)", "min", _measured(lambda m: _gpu_ms(m.gpu))),
              ("GPU registers / local B (driver)", "", _measured(lambda m: _driver(m.gpu)))]

@@ -50,7 +50,13 @@ METRIC_OF = {
     "allocated (8/thread), plan cap": "registers", "SASS MAXLIVE, plan cap": "sass",
     "spill bytes (st+ld), plan cap": "spills", "spill bytes (st+ld), no cap": "spills",
     "stack frame bytes, plan cap": "spills", "occupancy (warps/SM), plan cap": "occupancy",
+    # ptxas on the plan's own PTX (kernels/plan_ptx.py), beside the Numba kernel's rows above
+    "plan PTX registers, plan cap": "registers", "plan PTX registers, no cap": "registers",
+    "plan PTX spill bytes, plan cap": "spills", "plan PTX SASS MAXLIVE": "sass",
 }
+#: the line under a table with plan-PTX rows: which realisation each ptxas row is of
+REALISATIONS = ("ptxas and SASS rows are the Numba kernel's (exported, simulated, launched); "
+                "'plan PTX' rows are ptxas on the plan's own PTX")
 _ARCH = re.compile(r"^sm_\d+a? ")
 
 
@@ -210,6 +216,7 @@ def _table(c: Comparison, header: str) -> str:
         lines = _plans_as_rows(c, body)
     head = [header] if header else []
     tail = ["* best value of its row"] if any(r.best() is not None for r in c.rows) else []
+    tail += [REALISATIONS] if any(" plan PTX " in r.label for r in c.rows) else []
     tail += [f"[{n}] {text}" for text, n in notes.items()]
     return "\n".join(head + lines + tail) + "\n"
 

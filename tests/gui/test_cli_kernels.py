@@ -239,7 +239,8 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     assert [row[1] for row in list(csv.reader(lines))[1:]] == [            # labels with a comma are quoted
         "planned registers", "planned spills (values)", "sm_80 ptxas registers, plan cap",
         "sm_80 ptxas registers, no cap", "sm_80 spill bytes (st+ld), no cap", "sm_80 allocated (8/thread), plan cap",
-        "sm_80 spill bytes (st+ld), plan cap", "sm_80 stack frame bytes, plan cap"]
+        "sm_80 spill bytes (st+ld), plan cap", "sm_80 stack frame bytes, plan cap",
+        "sm_80 plan PTX registers, plan cap", "sm_80 plan PTX registers, no cap", "sm_80 plan PTX spill bytes, plan cap"]
     assert "regtune compare: linear-scan: done: 6/6" in printed.err
     assert main([*args, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.splitlines()[2] == "|  | dsatur | linear-scan |"
