@@ -1,15 +1,18 @@
-"""Loading a plan file as every interface admits it: well formed, valid, and proved its workload's program.
+"""Admitting a plan file as every interface does: well formed, its allocation proved, proved its workload's
+program, and its execution check passed.
 
-Invariant: :func:`load_admitted` returns a plan only when :func:`engine.plan.load_plan` accepts its file
-(every field in range, no conflict, the spill map and spill code agreeing) and
-:func:`engine.verify.prove_identity` proves its program, spill code removed, the one its workload builds or
-a reordering of it within its dependences; otherwise it raises a one-line :class:`RegtuneError` naming the
-file. The ``regtune`` command (check, build, budget-sweep, compare --plan, the window's --plan) and the
-window's Open go through it, so they accept the same plans.
+Invariant: :func:`admit` returns an :class:`Admission` only when :func:`engine.plan.load_plan` accepts the
+file (every field in range, no conflict, the spill map and spill code agreeing), the symbolic checker
+(:func:`engine.checker.check_allocation`) proves the allocation, :func:`engine.verify.prove_identity`
+proves its program, spill code removed, the one its workload builds or a reordering of it within its
+dependences, and :func:`engine.verify.verify_execution` finds the same stores on its inputs; otherwise it
+raises a one-line :class:`RegtuneError` naming the file. The ``regtune`` command (check, build,
+budget-sweep, compare --plan, the window's --plan) and the window's Open go through it, so they accept the
+same plans (the command also asks that a kernel module can be written: that is the kernels layer's).
 
 Examples
 --------
->>> import json, os, tempfile
+>>> import os, tempfile
 >>> from engine.allocators import allocate
 >>> from engine.plan import write_plan
 >>> from engine.workloads.gemm import Gemm, build_gemm
@@ -17,23 +20,49 @@ Examples
 >>> plan = allocate("dsatur", program, 255).plan(workload=Gemm(2, 2, 2).as_dict(), options=options)
 >>> path = os.path.join(tempfile.mkdtemp(), "p.json")
 >>> _ = write_plan(plan, path)
->>> load_admitted(path)[1].moved
-0
+>>> a = admit(path)
+>>> a.identity.moved, a.check.verified
+(0, True)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from engine.checker import check_allocation
 from engine.errors import VerificationError
 from engine.limits import CHECK_SECONDS
 from engine.plan import Plan, load_plan
-from engine.verify import IdentityProof, prove_identity
+from engine.verify import ExecutionCheck, IdentityProof, prove_identity, verify_execution
+from engine.workloads import input_model
 
 
-def load_admitted(path, check_seconds: float = CHECK_SECONDS) -> tuple[Plan, IdentityProof | None]:
-    """The plan in ``path`` and the proof that its program is its workload's (None for a program file's)."""
+@dataclass(frozen=True)
+class Admission:
+    """A plan file's plan and what admitted it: the identity proof (None for a program file's plan, which
+    has no workload) and what the execution check ran (the allocation proof has no figures)."""
+
+    plan: Plan
+    identity: IdentityProof | None
+    check: ExecutionCheck
+
+
+def prove_allocation(plan: Plan, where: str) -> None:
+    """Raise a one-line VerificationError naming the first read the symbolic checker cannot prove."""
+    errors = check_allocation(plan.program, plan.assignment, plan.spills)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VerificationError(f"{where}: the symbolic checker cannot prove the plan: {errors[0]}{more}")
+
+
+def admit(path, check_seconds: float = CHECK_SECONDS) -> Admission:
+    """The plan in ``path``, admitted (see the module invariant); the execution check within ``check_seconds``."""
     plan = load_plan(path)
+    prove_allocation(plan, str(path))
     try:
-        proof = prove_identity(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
+        identity = prove_identity(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
     except VerificationError as exc:
         raise VerificationError(f"{path}: {exc}") from None
-    return plan, proof
+    check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
+                             model=input_model(plan.workload, plan.options))
+    return Admission(plan, identity, check)

@@ -71,16 +71,18 @@ def memory_access(ins: Instruction, widths=None) -> MemoryAccess | None:
 
     ``widths`` maps a value name to its width in 32-bit words (the program's
     values); a store's size is its stored value's, 8 bytes where unknown (an
-    overestimate only adds dependences)."""
+    overestimate only adds dependences). Local memory (spill code) counts in
+    slots of one word: ``st.local 3, %x`` with a 64-bit ``%x`` covers slots 3-4."""
     base, _, space = ins.opcode.partition(".")
     if base not in ("ld", "st"):
         return None
     space = space.split(".")[0]
+    unit = 1 if space == "local" else 4         # local memory is addressed by spill slot, the others by byte
     if base == "ld":
-        return MemoryAccess("ld", space, ins.operands, 4 * max(1, sum(d.width for d in ins.defs)))
+        return MemoryAccess("ld", space, ins.operands, unit * max(1, sum(d.width for d in ins.defs)))
     stored = ins.operands[-1] if ins.operands else None
     width = widths.get(stored.name, 2) if widths is not None and isinstance(stored, Use) else 2
-    return MemoryAccess("st", space, ins.operands[:-1], 4 * max(1, width))
+    return MemoryAccess("st", space, ins.operands[:-1], unit * max(1, width))
 
 
 def may_alias(x: MemoryAccess, y: MemoryAccess) -> bool:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.dependence import dependence, widths_of
+from engine.dependence import dependence, reordering_problem, widths_of
 from engine.ir import Block, Program, replace_blocks
 from engine.limits import MAX_SPILL_SLOT
 from engine.liveness import Analysis, analyze
@@ -199,7 +199,23 @@ def _move(plan: Plan, e: Move, analysis: Analysis | None) -> EditResult:
     body.insert(e.to - first, body.pop(e.index - first))
     blocks = list(program.blocks)
     blocks[b] = Block(blocks[b].name, tuple(body))
-    return _result(plan.with_(program=replace_blocks(program, blocks)), Move(e.to, e.index))
+    moved = replace_blocks(program, blocks)
+    reason = _spill_code_hides(plan, moved, e)
+    if reason:
+        return _reject(plan, reason, analysis)
+    return _result(plan.with_(program=moved), Move(e.to, e.index))
+
+
+def _spill_code_hides(plan: Plan, moved: Program, e: Move) -> str | None:
+    """Why a move that keeps every dependence of the program with spill code still breaks one of the program
+    without it: a reload ``%v.rK`` and a later definition ``%v.dK`` are apart with spill code and one value
+    without it, and the plan's program is its spill code removed (what the identity proof checks)."""
+    if not plan.spills:
+        return None
+    problem = reordering_problem(remove_spill_code(moved, plan.spills), remove_spill_code(plan.program, plan.spills),
+                                 "the plan's")
+    return None if problem is None else \
+        f"cannot move instruction {e.index} to {e.to}: without its spill code the program would break a dependence ({problem})"
 
 
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}

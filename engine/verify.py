@@ -260,8 +260,9 @@ class ExecutionCheck:
 
     @property
     def verified(self) -> bool:
-        """Covered, and stores were compared: the check says something about every instruction."""
-        return self.covered and self.stores > 0
+        """Covered, every branch both ways and stores compared: the check says something about every
+        instruction and every way out of a branch (still a sample of inputs, never a proof)."""
+        return self.covered and self.branches_covered and self.stores > 0
 
 
 def _reachable(program: Program) -> list[int]:
@@ -280,7 +281,8 @@ def choose_seeds(program: Program, model: InputModel = GENERIC, seeds=SEEDS, max
                  deadline: float | None = None, candidates: int = CANDIDATES,
                  runs: ReferenceRuns | None = None) -> tuple[int, ...]:
     """The seeds a check of ``program`` (without spill code) runs: ``seeds``, then those of the candidates
-    0..candidates-1 that reach an instruction no earlier seed did, until every reachable one ran.
+    0..candidates-1 that reach an instruction or a way out of a conditional branch no earlier seed did,
+    until every reachable instruction ran and every reachable branch went both ways.
 
     ``runs``, the caller's :class:`ReferenceRuns`, keeps the runs and the choice for later checks.
 

@@ -26,11 +26,11 @@ def _terminate(signum, frame):
 
 
 def _gui(args) -> int:
-    from engine.admit import load_admitted
+    from engine.admit import admit
     from gui.qt.qt_app import run_gui
 
     if args.plan:
-        load_admitted(args.plan)   # a bad plan is one line here, before any window opens
+        admit(args.plan)   # a bad plan is one line here, before any window opens
     return run_gui(args.plan)
 
 
@@ -67,14 +67,14 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
 
 
 def _screenshot(args) -> int:
-    from engine.admit import load_admitted
+    from engine.admit import admit
     from engine.plan import check_writable
     from gui.qt.qt_app import screenshot
 
     workload, options = _screenshot_workload(args)
     check_writable(args.out, "--out")
     if args.plan:
-        load_admitted(args.plan)   # a bad plan is one line here, before the window is made
+        admit(args.plan)   # a bad plan is one line here, before the window is made
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
                      current=args.current, select=args.select, register=args.register,
                      instruction=args.instruction))

@@ -312,12 +312,9 @@ ALLOCATION_PROOF = ("the symbolic checker proved the registers and spill slots r
 def prove(plan, where: str) -> str:
     """The symbolic checker's verdict on ``plan`` in words; a one-line VerificationError naming the first
     read it cannot prove (``where``: the file or the command)."""
-    from engine.checker import check_allocation
+    from engine.admit import prove_allocation
 
-    errors = check_allocation(plan.program, plan.assignment, plan.spills)
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise VerificationError(f"{where}: the symbolic checker cannot prove the plan: {errors[0]}{more}")
+    prove_allocation(plan, where)
     return ALLOCATION_PROOF
 
 
@@ -342,24 +339,18 @@ class Admitted:
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
     """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
     every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.plan.load_plan`),
-    proved to be its workload's program (:func:`engine.admit.load_admitted`), proved by the symbolic checker
-    (:func:`engine.checker.check_allocation`), the execution check passed within ``check_seconds``, and
-    a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
+    proved by the symbolic checker, proved to be its workload's program and its execution check passed
+    (:func:`engine.admit.admit`; the execution check within ``check_seconds``), and a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
     error. The execution check draws its inputs from the plan's workload (:func:`engine.workloads.input_model`)."""
-    from engine.admit import load_admitted
-    from engine.verify import verify_execution
-    from engine.workloads import input_model
+    from engine.admit import admit
     from kernels.codegen import KernelError, kernel_source
 
-    plan, identity = load_admitted(path, check_seconds)
-    prove(plan, path)
-    check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
-                             model=input_model(plan.workload, plan.options))
+    a = admit(path, check_seconds)
     try:
-        kernel_source(plan)
+        kernel_source(a.plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return Admitted(plan, identity, check)
+    return Admitted(a.plan, a.identity, a.check)
 
 
 def check_report(path: str, admitted: Admitted) -> dict:

@@ -30,7 +30,7 @@ from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.ilp import IlpFigures, plan_ilp
-from engine.admit import load_admitted
+from engine.admit import admit
 from engine.plan import Plan, write_plan, write_text_atomic
 from engine.workloads import setting_label, workload_named
 from gui.model import notifications
@@ -524,7 +524,7 @@ class QtMainWindow(QMainWindow):
     def open_plan(self, path: str) -> bool:
         """Open a plan file: its workload, options and assignment; an invalid file is explained, nothing lost."""
         try:
-            plan = load_admitted(path)[0]
+            plan = admit(path).plan
         except RegtuneError as e:
             notifications.notify(str(e), f"The file was not opened; the session is unchanged.\n\n{path}")
             return False

@@ -267,3 +267,54 @@ def test_the_window_refuses_to_open_a_plan_whose_program_is_not_its_workloads(tm
     err = capsys.readouterr().err
     assert err.startswith(f"regtune: error: {path}: the plan's program, spill code removed, is not gemm 2x2x2's")
     assert err.count("\n") == 1 and not out.exists()
+
+
+def test_a_move_that_only_spill_code_allows_is_refused_so_every_legal_edit_still_proves():
+    """Review of issue 19: with %tk spilled, a reload %tk.rK and the later definition %tk.dK are two names, so
+    the moves below kept every dependence of the program with spill code, but not of the program without it
+    (one %tk), and the plan they made was refused by check and Open. The window refuses the second move."""
+    from engine.edits import Spill
+    from engine.workloads import build_workload as build
+
+    program, workload, options = build({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4}, {})
+    plan = apply_edit(allocate("dsatur", program, 255).plan(workload=workload, options=options), Spill("tk")).plan
+
+    def up(plan, i):
+        first, to = plan.program.block_starts[plan.program.block_of(i)], i
+        while to - 1 >= first and move_problem(plan.program, i, to - 1) is None:
+            to -= 1
+        return apply_edit(plan, Move(i, to)), to
+
+    ins = plan.program.instructions
+    define = next(j for j, d in enumerate(ins) if any(x.name.startswith("tk.d") for x in d.defs))
+    reload = max(k for k in range(define) if ins[k].opcode == "ld.local" and ins[k].defs[0].name in ins[define].uses)
+    result, _ = up(plan, reload)
+    assert result.rejected is None
+    plan = result.plan
+    result, to = up(plan, define)
+    assert result.rejected and "without its spill code the program would break a dependence" in result.rejected
+    assert prove_identity(plan.program, plan.spills, plan.workload, plan.options) is not None   # still proved
+
+
+def test_neighbouring_spill_slots_do_not_alias():
+    assert dependence(parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  st.local 0, %x\n  exit\n").instructions[1],
+                      parse(".kernel k\n.block b\n  %y.r1:f32 = ld.local 1\n  exit\n").instructions[0], {"x": 1}) is None
+    assert dependence(parse(".kernel k\n.block b\n  %x:u64 = mov 8\n  st.local 0, %x\n  exit\n").instructions[1],
+                      parse(".kernel k\n.block b\n  %y.r1:f32 = ld.local 1\n  exit\n").instructions[0], {"x": 2})
+
+
+def test_a_plan_the_symbolic_checker_cannot_prove_is_refused_by_the_window_too(tmp_path, capsys):
+    """Review of issue 19: --plan of the window and its Open loaded the plan and proved its identity, but ran
+    neither the symbolic checker nor the execution check: a deleted spill store passed there, not in check."""
+    from gui.entry import command
+
+    data = plan_to_dict(_plan(4, 4, 4, "chaitin-briggs", 24))
+    line = next(ln for ln in data["program"].splitlines() if ln.strip().startswith("st.local") and ".d1" in ln)
+    data["program"] = data["program"].replace(line + "\n", "", 1)
+    path = tmp_path / "no-store.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "never.png"
+    assert command(["screenshot", "--plan", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"regtune: error: {path}: the symbolic checker cannot prove the plan: instruction ")
+    assert err.count("\n") == 1 and not out.exists()
