@@ -14,7 +14,11 @@ runs of global loads began to stand between ``order_loads()`` lines (issue
 and the header's load-order sentence hashed to its old digest (64 of 64);
 and again when ``python kernel.py`` began to refuse a machine without a
 GPU in one line (issue 19): every text minus those three lines of the
-entry point hashed to its old digest (64 of 64).
+entry point hashed to its old digest (64 of 64); and again when a spilled
+f16x2 value became two float16 halves of its slot (issue 19: the old text
+stored the pair into the float32 spill array, which NVVM refused): only the
+two MHA fp16-softmax naive budget-32 texts changed, in those stores, their
+reloads and one ``spill_f16`` array line.
 
 Write them again (only for a deliberate change of the generated text):
 ``python -m tests.kernels.golden_sources --write``
