@@ -33,7 +33,8 @@ from engine.checker import check_allocation
 from engine.errors import VerificationError
 from engine.limits import CHECK_SECONDS
 from engine.plan import Plan, load_plan
-from engine.verify import ExecutionCheck, IdentityProof, prove_identity, verify_execution
+from engine.spill import remove_spill_code
+from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, prove_identity, verify_execution
 from engine.workloads import input_model
 
 
@@ -45,6 +46,14 @@ class Admission:
     plan: Plan
     identity: IdentityProof | None
     check: ExecutionCheck
+
+    def claims(self, allocation: str, execution: str) -> list[tuple[str, str]]:
+        """(claim, what it says and covers), one a line, in the order they were established, given the
+        interface's words for the allocation proof and for what the execution check ran."""
+        identity = self.identity.text if self.identity else \
+            "none: a program from an IR file has no workload to prove it against"
+        return [("allocation proof", allocation), ("identity proof", identity),
+                ("execution check (sampled)", execution)]
 
 
 def prove_allocation(plan: Plan, where: str) -> None:
@@ -59,10 +68,12 @@ def admit(path, check_seconds: float = CHECK_SECONDS) -> Admission:
     """The plan in ``path``, admitted (see the module invariant); the execution check within ``check_seconds``."""
     plan = load_plan(path)
     prove_allocation(plan, str(path))
+    runs, original = ReferenceRuns(), remove_spill_code(plan.program, plan.spills)   # shared by both checks
     try:
-        identity = prove_identity(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds)
+        identity = prove_identity(plan.program, plan.spills, plan.workload, plan.options, max_seconds=check_seconds,
+                                  runs=runs, original=original)
     except VerificationError as exc:
         raise VerificationError(f"{path}: {exc}") from None
     check = verify_execution(plan.program, plan.assignment, plan.spills, max_seconds=check_seconds,
-                             model=input_model(plan.workload, plan.options))
+                             model=input_model(plan.workload, plan.options), runs=runs, original=original)
     return Admission(plan, identity, check)

@@ -519,7 +519,8 @@ class IdentityProof:
 
 
 def prove_identity(program: Program, spills: dict, workload: dict, options: dict, seeds=SEEDS,
-                   max_steps: int = MAX_STEPS, max_seconds: float | None = CHECK_SECONDS) -> IdentityProof | None:
+                   max_steps: int = MAX_STEPS, max_seconds: float | None = CHECK_SECONDS,
+                   runs: ReferenceRuns | None = None, original: Program | None = None) -> IdentityProof | None:
     """Prove that a plan's program is what its workload builds; None for a plan made from an IR file (no
     workload to rebuild).
 
@@ -528,7 +529,10 @@ def prove_identity(program: Program, spills: dict, workload: dict, options: dict
     its blocks keeping every dependence (:mod:`engine.dependence`: exact, not
     sampled). A reordered one then runs beside the workload's own on the
     execution check's inputs (the model's cases at the guards' edges and
-    random ones), as a second opinion that must agree.
+    random ones), as a second opinion that must agree. ``runs`` and
+    ``original`` (the program without spill code), when the caller has
+    them, are shared with its execution check (:func:`verify_execution`), so
+    the program without spill code runs once on each input.
 
     Raises
     ------
@@ -549,7 +553,7 @@ def prove_identity(program: Program, spills: dict, workload: dict, options: dict
     if not workload or workload_named(workload.get("kind")).example is None:
         return None
     rebuilt = build_workload(workload, options)[0]
-    original = remove_spill_code(program, spills)
+    original = original if original is not None else remove_spill_code(program, spills)
     label = config_label(workload)
     problem = reordering_problem(original, rebuilt, label)
     if problem:
@@ -560,11 +564,11 @@ def prove_identity(program: Program, spills: dict, workload: dict, options: dict
         return IdentityProof(label, 0, 0)
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     model = input_model(workload, options)
-    runs = ReferenceRuns()
+    runs = runs if runs is not None else ReferenceRuns()
     chosen = choose_seeds(rebuilt, model, (*seeds, *model.case_seeds), max_steps, deadline, runs=runs)
     for seed in chosen:
         want = _memory_after(runs.trace(rebuilt, seed, model, max_steps, deadline))
-        got = _memory_after(run(original, seed, None, max_steps, deadline, model))
+        got = _memory_after(runs.trace(original, seed, model, max_steps, deadline))
         if got != want:
             cell = min(want.keys() ^ got.keys() or {k for k in want if want[k] != got[k]})
             raise VerificationError(

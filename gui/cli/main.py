@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import RegtuneError, VerificationError
@@ -318,42 +317,30 @@ def prove(plan, where: str) -> str:
     return ALLOCATION_PROOF
 
 
-@dataclass(frozen=True)
-class Admitted:
-    """A plan file ``check`` and ``build`` accept, and the three claims that admitted it: the allocation
-    proof (the symbolic checker), the identity proof (its program is its workload's: None for a program
-    file, which has no workload) and what the execution check ran."""
-
-    plan: Plan
-    identity: IdentityProof | None
-    check: ExecutionCheck
-
-    def claims(self) -> list[tuple[str, str]]:
-        """(claim, what it says and covers), one a line, in the order they were established."""
-        identity = self.identity.text if self.identity else \
-            "none: a program from an IR file has no workload to prove it against"
-        return [("allocation proof", ALLOCATION_PROOF), ("identity proof", identity),
-                ("execution check (sampled)", execution_summary(self.check, self.plan.program))]
+def claims(admitted) -> list[tuple[str, str]]:
+    """The three claims of an admitted plan (:class:`engine.admit.Admission`), in the command's words."""
+    return admitted.claims(ALLOCATION_PROOF, execution_summary(admitted.check, admitted.plan.program))
 
 
-def admit_plan(path: str, check_seconds: float = CHECK_SECONDS) -> Admitted:
+def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
     every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.plan.load_plan`),
     proved by the symbolic checker, proved to be its workload's program and its execution check passed
     (:func:`engine.admit.admit`; the execution check within ``check_seconds``), and a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
-    error. The execution check draws its inputs from the plan's workload (:func:`engine.workloads.input_model`)."""
+    error: its :class:`engine.admit.Admission`. The execution check draws its inputs from the plan's workload
+    (:func:`engine.workloads.input_model`)."""
     from engine.admit import admit
     from kernels.codegen import KernelError, kernel_source
 
-    a = admit(path, check_seconds)
+    admitted = admit(path, check_seconds)
     try:
-        kernel_source(a.plan)
+        kernel_source(admitted.plan)
     except KernelError as exc:
         raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return Admitted(a.plan, a.identity, a.check)
+    return admitted
 
 
-def check_report(path: str, admitted: Admitted) -> dict:
+def check_report(path: str, admitted) -> dict:
     """What ``check`` found, JSON-ready: the plan, and each claim with what it covers."""
     from engine.plan import registers_used
 
@@ -361,7 +348,7 @@ def check_report(path: str, admitted: Admitted) -> dict:
     return {"plan": path, "valid": True, "allocator": plan.allocator, "kernel": plan.program.name,
             "workload": plan.workload, "options": plan.options, "registers": registers_used(plan.assignment),
             "budget": plan.budget, "spilled_values": len(plan.spills),
-            "claims": dict(admitted.claims()),
+            "claims": dict(claims(admitted)),
             "identity": None if identity is None else {"workload": identity.label, "moved": identity.moved,
                                                        "second_opinion_inputs": identity.inputs},
             "execution_check": {"inputs": list(check.seeds), "chosen_inputs": check.cases,
@@ -384,7 +371,7 @@ def cmd_check(args) -> int:
     used = registers_used(plan.assignment)
     print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}{_setting(plan.workload, plan.options)}: "
           f"{used} registers of {plan.budget}, {len(plan.spills)} spilled values")
-    for claim, text in admitted.claims():
+    for claim, text in claims(admitted):
         print(f"  {claim}: {text}")
     print("  kernel module: can be generated")
     return 0

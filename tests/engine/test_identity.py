@@ -256,17 +256,10 @@ def test_check_refuses_the_swapped_branch_and_the_changed_guard_in_one_line(tmp_
 
 def test_the_window_refuses_to_open_a_plan_whose_program_is_not_its_workloads(tmp_path, capsys):
     """The window's --plan (gui, screenshot) goes through the same admission as check (engine.admit)."""
-    from gui.entry import command
-
     data = plan_to_dict(_plan())
     data["program"] = data["program"].replace("cbr %beta_zero, store, beta", "cbr %beta_zero, beta, store")
-    path = tmp_path / "swapped.json"
-    path.write_text(json.dumps(data))
-    out = tmp_path / "never.png"
-    assert command(["screenshot", "--plan", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"regtune: error: {path}: the plan's program, spill code removed, is not gemm 2x2x2's")
-    assert err.count("\n") == 1 and not out.exists()
+    err = _refused_by_screenshot(tmp_path, capsys, data, "swapped.json")
+    assert err.startswith("the plan's program, spill code removed, is not gemm 2x2x2's")
 
 
 def test_a_move_that_only_spill_code_allows_is_refused_so_every_legal_edit_still_proves():
@@ -306,15 +299,21 @@ def test_neighbouring_spill_slots_do_not_alias():
 def test_a_plan_the_symbolic_checker_cannot_prove_is_refused_by_the_window_too(tmp_path, capsys):
     """Review of issue 19: --plan of the window and its Open loaded the plan and proved its identity, but ran
     neither the symbolic checker nor the execution check: a deleted spill store passed there, not in check."""
-    from gui.entry import command
-
     data = plan_to_dict(_plan(4, 4, 4, "chaitin-briggs", 24))
     line = next(ln for ln in data["program"].splitlines() if ln.strip().startswith("st.local") and ".d1" in ln)
     data["program"] = data["program"].replace(line + "\n", "", 1)
-    path = tmp_path / "no-store.json"
+    err = _refused_by_screenshot(tmp_path, capsys, data, "no-store.json")
+    assert err.startswith("the symbolic checker cannot prove the plan: instruction ")
+
+
+def _refused_by_screenshot(tmp_path, capsys, data: dict, name: str) -> str:
+    """``screenshot --plan`` of ``data`` written to ``name``: exit 2, one line, no picture; that line."""
+    from gui.entry import command
+
+    path = tmp_path / name
     path.write_text(json.dumps(data))
     out = tmp_path / "never.png"
     assert command(["screenshot", "--plan", str(path), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"regtune: error: {path}: the symbolic checker cannot prove the plan: instruction ")
     assert err.count("\n") == 1 and not out.exists()
+    return err.removeprefix(f"regtune: error: {path}: ")
