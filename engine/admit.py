@@ -1,11 +1,11 @@
 """Admitting a plan file as every interface does: well formed, its allocation proved, proved its workload's
 program, and its execution check passed.
 
-Invariant: :func:`admit` returns an :class:`Admission` only when :func:`engine.plan.load_plan` accepts the
+Invariant: :func:`admit` returns an :class:`Admission` only when :func:`engine.planfile.load_plan` accepts the
 file (every field in range, no conflict, the spill map and spill code agreeing), the symbolic checker
-(:func:`engine.checker.check_allocation`) proves the allocation, :func:`engine.verify.prove_identity`
+(:func:`engine.check.symbolic.check_allocation`) proves the allocation, :func:`engine.identity.prove_identity`
 proves its program, spill code removed, the one its workload builds or a reordering of it within its
-dependences, and :func:`engine.verify.verify_execution` finds the same stores on its inputs; otherwise it
+dependences, and :func:`engine.check.verify.verify_execution` finds the same stores on its inputs; otherwise it
 raises a one-line :class:`RegtuneError` naming the file. The ``regtune`` command (check, build,
 budget-sweep, compare --plan, the window's --plan) and the window's Open go through it, so they accept the
 same plans (the command also asks that a kernel module can be written: that is the kernels layer's).
@@ -13,8 +13,8 @@ same plans (the command also asks that a kernel module can be written: that is t
 Examples
 --------
 >>> import os, tempfile
->>> from engine.allocators import allocate
->>> from engine.plan import write_plan
+>>> from engine.alloc import allocate
+>>> from engine.planfile import write_plan
 >>> from engine.workloads.gemm import Gemm, build_gemm
 >>> program, options = build_gemm(Gemm(2, 2, 2))
 >>> plan = allocate("dsatur", program, 255).plan(workload=Gemm(2, 2, 2).as_dict(), options=options)
@@ -29,12 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.checker import check_allocation
-from engine.errors import VerificationError
-from engine.limits import CHECK_SECONDS
-from engine.plan import Plan, load_plan
-from engine.spill import remove_spill_code
-from engine.verify import ExecutionCheck, IdentityProof, ReferenceRuns, prove_identity, verify_execution
+from engine.base.errors import VerificationError
+from engine.base.limits import CHECK_SECONDS
+from engine.check.symbolic import check_allocation
+from engine.check.verify import ExecutionCheck, ReferenceRuns, verify_execution
+from engine.identity import IdentityProof, prove_identity
+from engine.ir.spill import remove_spill_code
+from engine.plan import Plan
+from engine.planfile import load_plan
 from engine.workloads import input_model
 
 

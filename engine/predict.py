@@ -12,8 +12,8 @@ copied from another plan or a file; the same plan gives the same figures.
 
 Examples
 --------
->>> from engine.allocators import allocate
->>> from engine.ir import parse
+>>> from engine.alloc import allocate
+>>> from engine.ir.parser import parse
 >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
 >>> a = allocate("linear-scan", p, budget=8)
 >>> figures = predict(a.plan(), a.analysis, a.spill_code)
@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.arch import DEFAULT_ARCH, bank_conflicts, load_arch
-from engine.errors import InterpreterError
-from engine.ir import Program
-from engine.liveness import Analysis, analyze
+from engine.analysis.liveness import Analysis, analyze
+from engine.base.errors import InterpreterError
+from engine.check.verify import ReferenceRuns, deepest_trace
+from engine.ir.core import Program
+from engine.ir.spill import SpillCode, remove_spill_code, spill_code_of
+from engine.model.arch import DEFAULT_ARCH, bank_conflicts, load_arch
 from engine.plan import Plan, registers_used
-from engine.spill import SpillCode, remove_spill_code, spill_code_of
-from engine.verify import ReferenceRuns, deepest_trace
+from engine.workloads import input_model
 
 
 def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None,
@@ -70,8 +71,8 @@ def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Anal
 
     Examples
     --------
-    >>> from engine.allocators import allocate
-    >>> from engine.ir import parse
+    >>> from engine.alloc import allocate
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %w:f32 = mov 3\\n"
     ...           "  %z:f32 = add %x, %y\\n  %v:f32 = add %z, %w\\n  st.global %v, 0, %v\\n  exit\\n")
     >>> a = allocate("linear-scan", p, budget=2)
@@ -88,7 +89,7 @@ def moves(program: Program, assignment: dict) -> int:
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov %x\\n  st.global %y, 0, %y\\n  exit\\n")
     >>> moves(p, {"x": (0,), "y": (0,)}), moves(p, {"x": (0,), "y": (1,)})
     (0, 1)
@@ -111,7 +112,7 @@ def execution_figures(plan: Plan, original: Program | None = None, spill_code: S
     run cannot finish.
 
     The input is the check's seed whose run goes furthest into the kernel's
-    body (:func:`engine.verify.deepest_trace`, inputs drawn from the plan's
+    body (:func:`engine.check.verify.deepest_trace`, inputs drawn from the plan's
     workload, :func:`engine.workloads.input_model`). Spill code adds no
     branch, so each spill instruction runs as often as its block: the block
     counts come from the interpreter's run of the program without spill code
@@ -120,8 +121,6 @@ def execution_figures(plan: Plan, original: Program | None = None, spill_code: S
     its spill code would run on the correct path). ``runs``, the caller's
     memo of reference runs, lets a later execution check reuse them.
     """
-    from engine.workloads import input_model
-
     code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
     original = original if original is not None else remove_spill_code(plan.program, plan.spills)
     try:

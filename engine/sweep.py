@@ -2,7 +2,7 @@
 
 Invariant: a row is computed from the config alone (default options,
 budget 255), so rows computed in different processes agree; every plan in
-a row has passed :func:`engine.verify.static_conflicts`, or the row
+a row has passed :func:`engine.check.verify.static_conflicts`, or the row
 carries the error.
 Per-thread MHA programs depend on (heads, head_dim, groups, strategies),
 not on batch (which only sizes the grid): configs that share one are
@@ -16,15 +16,16 @@ import multiprocessing
 import signal
 import time
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.allocators.naive import naive_demand
+from engine.alloc import ALLOCATORS, allocate
+from engine.alloc.naive import naive_demand
+from engine.analysis.liveness import analyze
+from engine.base.errors import RegtuneError
+from engine.base.jobs import Cancelled, NullProgress
+from engine.base.process import configure_process
+from engine.check.verify import static_conflicts
+from engine.ir.core import print_program
+from engine.ir.parser import parse
 from engine.plan import registers_used
-from engine.process import configure_process
-from engine.errors import RegtuneError
-from engine.ir import parse, print_program
-from engine.jobs import Cancelled, NullProgress
-from engine.liveness import analyze
-from engine.verify import static_conflicts
 from engine.workloads.gemm import Gemm, gemm_build
 from engine.workloads.mha import Mha, build_mha
 
@@ -69,7 +70,7 @@ def _safe(fn, item):
 
 
 def _worker_init() -> None:
-    configure_process()   # a process start: see engine.process (the collector ran 15% of a sweep at defaults)
+    configure_process()   # a process start: see engine.base.process (the collector ran 15% of a sweep at defaults)
     # Ctrl+C reaches the whole process group: the parent stops the sweep, the workers stay quiet (they
     # start with SIGINT blocked, see run_parallel, so one that arrived during start-up is dropped here)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -36,7 +36,7 @@ def _gui(args) -> int:
 
 def _mha_config(args) -> tuple[dict, dict]:
     """``screenshot --mha``'s workload and session options, checked as the other commands check them."""
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from engine.workloads import check_workload, workload_named
     from gui.model.session import session_options
 
@@ -50,7 +50,7 @@ def _mha_config(args) -> tuple[dict, dict]:
 
 
 def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from engine.workloads import workload_named
     from gui.cli.main import gemm_config
 
@@ -68,7 +68,7 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
 
 def _screenshot(args) -> int:
     from engine.admit import admit
-    from engine.plan import check_writable
+    from engine.base.files import check_writable
     from gui.qt.qt_app import screenshot
 
     workload, options = _screenshot_workload(args)
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         import gui.cli.interrupt  # noqa: F401 (loaded before the SIGTERM handler that raises its Terminated)
 
         signal.signal(signal.SIGTERM, _terminate)      # once, where the process starts
-        from engine.process import configure_process
+        from engine.base.process import configure_process
 
         configure_process()
         return command(argv)

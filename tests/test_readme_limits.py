@@ -3,7 +3,8 @@
 import re
 from pathlib import Path
 
-from engine import ir_rules, limits
+from engine.base import limits
+from engine.ir import rules as ir_rules
 from kernels.build import Limits
 from kernels.run import SIMULATOR_TIMEOUT_S
 

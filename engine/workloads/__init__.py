@@ -28,7 +28,7 @@ Examples
 >>> workload_named("conv")
 Traceback (most recent call last):
 ...
-engine.errors.RegtuneError: unknown workload 'conv' (known: gemm, mha, program)
+engine.base.errors.RegtuneError: unknown workload 'conv' (known: gemm, mha, program)
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from engine import fields
-from engine.errors import RegtuneError
-from engine.inputs import GENERIC, InputModel
-from engine.ir import Program
+from engine.base import fields
+from engine.base.errors import RegtuneError
+from engine.check.inputs import GENERIC, InputModel
+from engine.ir.core import Program
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class Workload(Protocol):
         """A plan file's ``options`` for ``config``, every field checked; one-line PlanError naming ``where``."""
 
     def input_model(self, config, options: dict) -> InputModel:
-        """The ranges an execution check draws the program's inputs from (engine.inputs): parameters inside
+        """The ranges an execution check draws the program's inputs from (engine.check.inputs): parameters inside
         their meaningful range, special registers inside the grid the config implies."""
 
     def from_flags(self, values: dict) -> tuple[object, dict]:
@@ -150,7 +150,7 @@ def check_workload(workload: dict, options: dict, source: str) -> tuple[dict, di
     >>> check_workload({"kind": "conv"}, {}, "p.json")
     Traceback (most recent call last):
     ...
-    engine.errors.PlanError: p.json: workload: field 'kind' must be one of gemm, mha, program, got 'conv'
+    engine.base.errors.PlanError: p.json: workload: field 'kind' must be one of gemm, mha, program, got 'conv'
     """
     where, owhere = f"{source}: workload", f"{source}: options"
     if not workload:
@@ -230,7 +230,7 @@ def parse_config_label(text: str) -> dict:
     >>> parse_config_label("gemm 2x3")
     Traceback (most recent call last):
     ...
-    engine.errors.RegtuneError: not a config: 'gemm 2x3' (write e.g. 'gemm 8x8x8' or 'mha heads 32 batch 64 head_dim 64 groups 4')
+    engine.base.errors.RegtuneError: not a config: 'gemm 2x3' (write e.g. 'gemm 8x8x8' or 'mha heads 32 batch 64 head_dim 64 groups 4')
     """
     words = text.split()
     w = WORKLOADS.get(words[0]) if words else None
@@ -250,7 +250,7 @@ def all_config_labels() -> list[str]:
 
 def input_model(workload: dict, options: dict) -> InputModel:
     """The input model of a plan's workload and options (as a plan holds them): the registered workload's
-    own (:meth:`Workload.input_model`), :data:`engine.inputs.GENERIC` for a plan without a workload.
+    own (:meth:`Workload.input_model`), :data:`engine.check.inputs.GENERIC` for a plan without a workload.
 
     Examples
     --------

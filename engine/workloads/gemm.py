@@ -14,7 +14,7 @@ The module registers :class:`GemmWorkload` as workload ``gemm``.
 
 Examples
 --------
->>> from engine.liveness import Analysis, analyze
+>>> from engine.analysis.liveness import Analysis, analyze
 >>> w = Gemm(8, 8, 8)
 >>> [analyze(gemm_program(w, tile=(4, 4), schedule=s)).maxlive for s in SCHEDULES]
 [77, 32, 26]
@@ -27,15 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine import fields
-from engine.errors import PlanError, RegtuneError
-from engine.inputs import InputModel
-from engine.ir import Program
+from engine.base import fields
+from engine.base.errors import PlanError, RegtuneError
+from engine.check.inputs import InputModel
+from engine.ir.core import Program
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
 
 if TYPE_CHECKING:
-    from engine.liveness import Analysis
+    from engine.analysis.liveness import Analysis
 
 SIZES = range(2, 17)
 SCHEDULES = ("load-all-first", "k-outer", "dot")
@@ -58,7 +58,7 @@ class Gemm:
 
     @classmethod
     def from_dict(cls, data: dict, where: str) -> "Gemm":
-        """The config a plan file names, every field checked (see :mod:`engine.fields`).
+        """The config a plan file names, every field checked (see :mod:`engine.base.fields`).
 
         Examples
         --------
@@ -67,7 +67,7 @@ class Gemm:
         >>> Gemm.from_dict({"kind": "gemm", "m": "8)", "n": 8, "k": 8}, "plan.json: workload")
         Traceback (most recent call last):
         ...
-        engine.errors.PlanError: plan.json: workload: field 'm' must be an integer in 2..16, got '8)'
+        engine.base.errors.PlanError: plan.json: workload: field 'm' must be an integer in 2..16, got '8)'
         """
         fields.exact_keys(data, ("kind", "m", "n", "k", "dtype"), where, required=("kind", "m", "n", "k"))
         if "dtype" in data:
@@ -81,7 +81,7 @@ OPTION_KEYS = ("tile", "schedule", "threads_per_block", "matrices_per_block", "a
 
 def check_options(w: Gemm, options: dict, where: str) -> dict:
     """The options of a GEMM plan file, checked against the config (tile divides C, counts derived from it)."""
-    from engine.arch import ARCHS
+    from engine.model.arch import ARCHS
 
     fields.exact_keys(options, OPTION_KEYS, where)
     out = {}
@@ -281,7 +281,7 @@ class GemmBuild:
 
 def _fitting(w: Gemm, schedule: str, budget: int, headroom: float) -> tuple[tuple[int, int], Program, Analysis | None]:
     # imported here, not above: the workload registry stays cheap to import (regtune --help)
-    from engine.liveness import analyze
+    from engine.analysis.liveness import analyze
 
     limit = (1 - headroom) * budget
     for tile in tiles(w):
@@ -302,7 +302,7 @@ def arch_limit(arch: str | None = None) -> int:
     >>> arch_limit(), arch_limit("sm_90")
     (255, 255)
     """
-    from engine.arch import DEFAULT_ARCH, load_arch
+    from engine.model.arch import DEFAULT_ARCH, load_arch
 
     return load_arch(arch or DEFAULT_ARCH).max_registers_per_thread
 
@@ -342,7 +342,7 @@ def input_model(w: Gemm, options: dict) -> InputModel:
     """The inputs a check runs the program on: a grid of :data:`GRID_BLOCKS` blocks of
     ``threads_per_block`` threads for a batch of P+1..4P matrices (P per block), so a thread is past the
     batch's end (the early exit) on about 3 draws in 8 and in the body otherwise; ``beta`` 0 or not
-    (the epilogue loads C or not); pointers and ``alpha`` at their defaults (see :mod:`engine.inputs`).
+    (the epilogue loads C or not); pointers and ``alpha`` at their defaults (see :mod:`engine.check.inputs`).
     Its three cases take both guards both ways at their edges: the first thread past the batch's end,
     the batch's last thread with ``beta`` not 0, and a thread inside with ``beta`` 0.
     The tile is the options' own, else :func:`default_tile`'s.

@@ -25,7 +25,7 @@ program says so in :func:`strategy_effects` rather than being tuned.
 
 Examples
 --------
->>> from engine.liveness import analyze
+>>> from engine.analysis.liveness import analyze
 >>> w = Mha(heads=32, batch=64, head_dim=64, groups=4)
 >>> p, options = build_mha(w)
 >>> options["tpr"], options["elements"], options["trips"]
@@ -39,10 +39,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine import fields
-from engine.errors import PlanError, RegtuneError
-from engine.inputs import InputModel
-from engine.ir import Program
+from engine.base import fields
+from engine.base.errors import PlanError, RegtuneError
+from engine.check.inputs import InputModel
+from engine.ir.core import Program
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
 
@@ -97,7 +97,7 @@ OPTION_KEYS = ("strategies", "bc", "projection", "tpr", "elements", "trips", "th
 def check_options(w: Mha, options: dict, where: str) -> dict:
     """The options of an MHA plan file, checked (known strategies, a tile size that divides seq_len, counts
     derived from the config)."""
-    from engine.arch import ARCHS
+    from engine.model.arch import ARCHS
 
     fields.exact_keys(options, OPTION_KEYS, where)
     out = {}
@@ -421,7 +421,7 @@ def build_mha(w: Mha, strategies=(), bc: int = DEFAULT_BC, projection: bool = Fa
 def input_model(w: Mha, options: dict) -> InputModel:
     """The inputs a check runs the program on: a thread of a block of :data:`THREADS_PER_BLOCK` anywhere in
     the grid the config implies (query tiles x K/V heads x batch); pointers at their defaults (see
-    :mod:`engine.inputs`). The program has no guard on its inputs, so every draw runs all of it.
+    :mod:`engine.check.inputs`). The program has no guard on its inputs, so every draw runs all of it.
 
     Examples
     --------

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine import fields
-from engine.errors import PlanError, RegtuneError
-from engine.inputs import GENERIC, InputModel
-from engine.ir import Program, is_name, parse
+from engine.base import fields
+from engine.base.errors import PlanError, RegtuneError
+from engine.check.inputs import GENERIC, InputModel
+from engine.ir.core import Program, is_name
+from engine.ir.parser import parse
 from engine.workloads import register
 
 
@@ -40,9 +41,9 @@ class ProgramFile:
 
 def read(path: str) -> tuple[Program, ProgramFile]:
     """Parse a program file, naming the file in every error; the program and its workload. A program that
-    asks for more work than :mod:`engine.limits` allows is refused here (:func:`engine.bounds.check_program`)."""
-    from engine.bounds import check_program
-    from engine.plan import read_text
+    asks for more work than :mod:`engine.base.limits` allows is refused here (:func:`engine.analysis.bounds.check_program`)."""
+    from engine.analysis.bounds import check_program
+    from engine.base.files import read_text
 
     program = parse(read_text(path, RegtuneError), path)
     check_program(program, path)
@@ -87,7 +88,7 @@ class ProgramWorkload:
         return GENERIC
 
     def check_options(self, config: ProgramFile, options: dict, where: str) -> dict:
-        from engine.arch import ARCHS
+        from engine.model.arch import ARCHS
 
         fields.exact_keys(options, ("arch",), where)
         return {"arch": fields.choice(options, "arch", where, ARCHS)} if "arch" in options else {}

@@ -8,7 +8,7 @@ definitions (``v.dK``) take the role of ``v``.
 
 Examples
 --------
->>> from engine.ir import Value
+>>> from engine.ir.core import Value
 >>> [role_of(Value(n, t)) for n, t in [("a_0_1", "f32"), ("acc_0_0.r1", "f32"), ("ta", "u64"), ("p_0_3", "f32")]]
 ['A fragment', 'accumulator', 'address', 'softmax temporary']
 >>> role_of(Value("x_3", "f32")), role_of(Value("x_2_13", "f32"))    # MHA: a projection input, a shuffled partial
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from engine.ir import Value
+from engine.ir.core import Value
 
 ROLES = ("A fragment", "B fragment", "accumulator", "softmax temporary", "address", "index", "scalar", "predicate")
 _BY_PREFIX = {

@@ -2,16 +2,16 @@
 
 Invariant: a writer only accepts canonical instruction lines without
 guards (``%a:f32, %b:f32 = opcode %x, 4``); :meth:`ProgramWriter.program`
-builds the same :class:`engine.ir.Program` that :func:`engine.ir.parse`
+builds the same :class:`engine.ir.core.Program` that :func:`engine.ir.parser.parse`
 would from :meth:`ProgramWriter.text`, without re-validating it (the
 workload tests check that every generated program parses back to itself).
 """
 
 from __future__ import annotations
 
-from engine.errors import RegtuneError
-from engine.ir import Block, Imm, Instruction, Program, Use, Value
-from engine.limits import MAX_INSTRUCTIONS
+from engine.base.errors import RegtuneError
+from engine.base.limits import MAX_INSTRUCTIONS
+from engine.ir.core import Block, Imm, Instruction, Program, Use, Value
 
 _OPERANDS: dict[str, object] = {}
 #: instructions are immutable, so generated programs share them by (line, phase)

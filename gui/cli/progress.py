@@ -3,7 +3,7 @@
 Invariant: nothing here writes to stdout, so a command's output stays what
 a tool reads; every line or bar names the stage it counts, and a rate and a
 time left are shown only once items have been done to compute them from.
-A :class:`Stage` satisfies :class:`engine.jobs.Progress`, so the engine and
+A :class:`Stage` satisfies :class:`engine.base.jobs.Progress`, so the engine and
 kernels pipelines report to it as they report to the window's workers.
 
 Examples
@@ -56,7 +56,7 @@ def _rate(per_second: float) -> str:
 
 
 class Stage:
-    """One stage of a command's work, counted in items (a :class:`engine.jobs.Progress`)."""
+    """One stage of a command's work, counted in items (a :class:`engine.base.jobs.Progress`)."""
 
     def __init__(self, owner: CommandProgress, name: str, total: int):
         self.owner, self.name, self.total = owner, name, total
@@ -129,7 +129,7 @@ class CommandProgress:
 
 
 class Steps:
-    """A :class:`engine.jobs.Progress` for one job of several inside a stage: the job's own steps (named in
+    """A :class:`engine.base.jobs.Progress` for one job of several inside a stage: the job's own steps (named in
     ``names``) count as items of the stage, from ``base`` on."""
 
     def __init__(self, stage: Stage, base: int, label: str, names: tuple[str, ...]):

@@ -22,18 +22,47 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter, QUndoStack
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTabWidget,
-                               QUndoView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTabWidget,
+    QUndoView,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
-from engine.edits import Assign, Move, Spill, Unspill
-from engine.errors import RegtuneError
-from engine.ilp import IlpFigures, plan_ilp
 from engine.admit import admit
-from engine.plan import Plan, write_plan, write_text_atomic
+from engine.alloc.edits import Assign, Move, Spill, Unspill
+from engine.base.errors import RegtuneError
+from engine.base.files import write_text_atomic
+from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
+from engine.model.ilp import IlpFigures, plan_ilp
+from engine.plan import Plan
+from engine.planfile import write_plan
 from engine.workloads import setting_label, workload_named
 from gui.model import notifications
+from gui.model.session import (
+    DEFAULT_OPTIONS,
+    AutosaveSlot,
+    Session,
+    allocate_all,
+    best_plan,
+    clear_autosave,
+)
+from gui.model.timeline import critical_path_points
+from gui.model.words import conflict_summary
 from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
 from gui.qt.qt_document import QtDocument
@@ -43,9 +72,6 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, best_plan, clear_autosave
-from gui.model.timeline import critical_path_points
-from gui.model.words import conflict_summary
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 #: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
@@ -391,7 +417,7 @@ class QtMainWindow(QMainWindow):
         return self.critical_action.isChecked() or self.tabs.currentWidget() is self.compare
 
     def ilp_of(self, name: str, plan: Plan):
-        """The plan's ILP figures (engine/ilp.py, a model), or why there are none; kept while the plan is."""
+        """The plan's ILP figures (engine/model/ilp.py, a model), or why there are none; kept while the plan is."""
         cached = self._ilp_cache.get(name)
         if cached is None or cached[0] is not plan:
             try:

@@ -9,14 +9,34 @@ undoable assignment edit.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHeaderView, QLineEdit, QStyledItemDelegate,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHeaderView,
+    QLineEdit,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from engine.plan import Plan
 from engine.workloads.roles import role_of
-from gui.model.registers import free_registers, natural_key, parse_registers, register_text
+from gui.model.registers import (
+    free_registers,
+    natural_key,
+    parse_registers,
+    register_text,
+)
 
 #: the columns, the two a hand edit needs first (on screen in the narrow dock); FIELDS: each one's place in a row
 COLUMNS = ("value", "registers", "type", "width", "role", "interval", "spill slot", "conflicts")

@@ -13,13 +13,31 @@ parsing come from the workload registry (:mod:`engine.workloads`).
 from __future__ import annotations
 
 from PySide6.QtCore import QStringListModel, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QDoubleSpinBox, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QCompleter,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
-from engine.arch import ARCHS, DEFAULT_ARCH
-from engine.errors import RegtuneError
-from engine.workloads import (WORKLOADS, all_config_labels, check_workload, config_label,  # noqa: F401 (re-exported)
-                              parse_config_label)
+from engine.base.errors import RegtuneError
+from engine.model.arch import ARCHS, DEFAULT_ARCH
+from engine.workloads import (  # noqa: F401 (re-exported)
+    WORKLOADS,
+    all_config_labels,
+    check_workload,
+    config_label,
+    parse_config_label,
+)
 from engine.workloads.gemm import SCHEDULES, Gemm, tiles
 from engine.workloads.mha import BATCHES, GROUPS, HEAD_DIMS, HEADS, SEQ_LEN, STRATEGIES
 

@@ -36,11 +36,11 @@ def _drawn(app, window) -> None:
 
 
 def measure(app, workload: dict, options: dict, repeat: int) -> dict:
-    from engine.edits import Assign, Move, apply_edit
-    from engine.liveness import analyze
-    from engine.verify import static_conflicts
-    from gui.qt.qt_main_window import QtMainWindow
+    from engine.alloc.edits import Assign, Move, apply_edit
+    from engine.analysis.liveness import analyze
+    from engine.check.verify import static_conflicts
     from gui.model.session import DEFAULT_OPTIONS, allocate_all
+    from gui.qt.qt_main_window import QtMainWindow
 
     options = {**DEFAULT_OPTIONS, **options}
     plans = allocate_all(workload, options)

@@ -6,14 +6,15 @@ import pytest
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.liveness import analyze
+from engine.base.errors import AllocationError, VerificationError
+from engine.base.limits import MAX_SPILL_SLOT
+from engine.check.verify import static_conflicts, verify_execution
+from engine.ir.parser import parse
 from engine.predict import planned
-from engine.errors import AllocationError, VerificationError
-from engine.ir import parse
-from engine.liveness import analyze
-from engine.limits import MAX_SPILL_SLOT
-from engine.plan import plan_from_dict, plan_to_dict, registers_used
-from engine.verify import static_conflicts, verify_execution
+from engine.plan import registers_used
+from engine.planfile import plan_from_dict, plan_to_dict
 from tests.engine.strategies import programs
 
 STRATEGIES = sorted(ALLOCATORS)

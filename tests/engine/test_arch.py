@@ -1,11 +1,18 @@
 """Architecture data, occupancy (hand-worked from cuda_occupancy.h's rules) and bank conflicts."""
 
-from engine.predict import planned
 import pytest
 
-from engine.arch import ARCHS, BankModel, bank_conflicts, load_arch, next_register_step, occupancy
-from engine.errors import RegtuneError
-from engine.ir import parse
+from engine.base.errors import RegtuneError
+from engine.ir.parser import parse
+from engine.model.arch import (
+    ARCHS,
+    BankModel,
+    bank_conflicts,
+    load_arch,
+    next_register_step,
+    occupancy,
+)
+from engine.predict import planned
 
 
 def test_every_arch_loads_with_the_register_file_of_all_recent_gpus():
@@ -65,7 +72,7 @@ def test_bank_conflicts_of_an_assignment():
 
 
 def test_plans_predict_bank_conflicts_under_their_arch():
-    from engine.allocators import allocate
+    from engine.alloc import allocate
     from engine.workloads.gemm import Gemm, build_gemm
 
     program, _ = build_gemm(Gemm(4, 4, 4))

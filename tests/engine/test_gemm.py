@@ -4,13 +4,22 @@ import random
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.liveness import analyze
+from engine.base.errors import RegtuneError
+from engine.check.verify import static_conflicts, verify_execution
+from engine.ir.core import print_program
+from engine.ir.parser import parse
 from engine.predict import planned
-from engine.errors import RegtuneError
-from engine.ir import parse, print_program
-from engine.liveness import analyze
-from engine.verify import static_conflicts, verify_execution
-from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, default_tile, gemm_configs, gemm_program, tiles
+from engine.workloads.gemm import (
+    SCHEDULES,
+    Gemm,
+    build_gemm,
+    default_tile,
+    gemm_configs,
+    gemm_program,
+    tiles,
+)
 
 SAMPLE = random.Random(7).sample(gemm_configs(), 12)
 

@@ -2,13 +2,22 @@
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.liveness import analyze
+from engine.base.errors import RegtuneError
+from engine.check.verify import static_conflicts, verify_execution
+from engine.ir.core import print_program
+from engine.ir.parser import parse
 from engine.predict import planned
-from engine.errors import RegtuneError
-from engine.ir import parse, print_program
-from engine.liveness import analyze
-from engine.verify import static_conflicts, verify_execution
-from engine.workloads.mha import GROUPS, HEAD_DIMS, STRATEGIES, Mha, build_mha, mha_configs, threads_per_row
+from engine.workloads.mha import (
+    GROUPS,
+    HEAD_DIMS,
+    STRATEGIES,
+    Mha,
+    build_mha,
+    mha_configs,
+    threads_per_row,
+)
 
 NOTE_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
 

@@ -3,8 +3,8 @@ its own name."""
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.liveness import analyze
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.liveness import analyze
 from engine.predict import planned, predict
 from engine.workloads.mha import Mha, build_mha
 

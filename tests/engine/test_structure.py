@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import ParseError
-from engine.ir import Block, Imm, parse, replace_blocks
-from engine.structure import (
+from engine.base.errors import ParseError
+from engine.ir.cfg import (
     Break,
     Code,
     If,
@@ -25,6 +24,8 @@ from engine.structure import (
     print_structure,
     structure,
 )
+from engine.ir.core import Block, Imm, replace_blocks
+from engine.ir.parser import parse
 from tests.engine.strategies import programs
 
 CASES = {

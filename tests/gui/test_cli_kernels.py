@@ -55,7 +55,7 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     for source in ("plan", "SASS"):
         row = next(line for line in out.splitlines() if line.startswith(f"sm_80 model time (us), {source} issue"))
         assert float(row.split()[-1].rstrip("*")) > 0
-    assert "model time rows: engine/timemodel.py" in out and "never a measured time" in out
+    assert "model time rows: engine/model/timemodel.py" in out and "never a measured time" in out
     report = json.loads(next((tmp_path / "o").glob("*.report.json")).read_text())
     assert report["model_time"]["sm_80"]["sass"]["source"] == "sass" and "measured" not in str(report["model_time"])
     assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
@@ -127,7 +127,7 @@ def test_fail_on_spill_names_ptxas_own_spills_at_the_cap_on_stderr():
     what --fail-on-spill reports."""
     import dataclasses
 
-    from engine.allocators import allocate
+    from engine.alloc import allocate
     from engine.predict import planned
     from engine.workloads.gemm import Gemm, build_gemm
     from gui.cli.kernels import unasked_spills

@@ -9,10 +9,17 @@ import time
 
 import pytest
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 from gui.qt import display
-from gui.qt.display import (NO_DISPLAY, check_display, check_x_server, debian_packages, missing_libraries,
-                         missing_libraries_message, x_server_listening)
+from gui.qt.display import (
+    NO_DISPLAY,
+    check_display,
+    check_x_server,
+    debian_packages,
+    missing_libraries,
+    missing_libraries_message,
+    x_server_listening,
+)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the checks run on Linux only")
 

@@ -13,10 +13,10 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.allocators import allocate
-from engine.edits import Assign
-from engine.ir import parse
-from engine.liveness import analyze
+from engine.alloc import allocate
+from engine.alloc.edits import Assign
+from engine.analysis.liveness import analyze
+from engine.ir.parser import parse
 from engine.predict import planned
 from gui.model.graph import (
     CONFLICT,
@@ -26,8 +26,8 @@ from gui.model.graph import (
     value_order,
 )
 from gui.qt.qt_graph import QtInterferenceGraph
-from tests.gui.windows import open_window
 from tests.bench.programs import straight_line
+from tests.gui.windows import open_window
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,81 @@
+"""Chaitin-Briggs graph colouring: simplify, optimistic select, spill by cost.
+
+Invariant: simplify always removes the value that is easiest to colour (the
+smallest squeeze: the registers its remaining neighbours can block, against
+what it can choose from), so on an interval graph the removal order is a
+smallest-last order and select uses exactly MAXLIVE registers when MAXLIVE
+fits the budget. When every remaining value is significant, the one of
+least cost (instructions reading or writing it, weighted by 10**loop depth, over its
+degree) is pushed optimistically (Briggs); it is spilled only if select
+then finds no register for it, and the allocation is repeated on the
+program with its spill code until it colours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.alloc import register
+from engine.alloc.common import (
+    NeighbourRegisters,
+    run_with_spilling,
+    spill_cost,
+    too_small,
+)
+
+#: key of a value already removed: above any real key, however often it is decremented (by at most its degree)
+_DONE = 1 << 30
+
+
+def _squeeze(g, w, budget):
+    """Each value's squeeze (the key simplify minimises) and, per adjacency entry, what removing the row's value takes off it.
+
+    A 32-bit value's squeeze is its neighbours' total width minus the budget;
+    a pair's is its neighbour count minus the pairs available.
+    """
+    deg = g.degree
+    neighbour_width = w.astype(np.int32)[g.indices]
+    total = np.zeros(len(neighbour_width) + 1, dtype=np.int64)
+    np.cumsum(neighbour_width, out=total[1:])
+    wsum = total[g.indptr[1:]] - total[g.indptr[:-1]]
+    key = np.where(w == 1, wsum - budget, deg - budget // 2)
+    # removing a pair takes two off a 32-bit neighbour's squeeze, anything else one
+    decrement = np.repeat(w == 2, deg)
+    decrement &= neighbour_width == 1
+    decrement = decrement.view(np.int8) + np.int8(1)
+    # 32 bits hold any key: a value's key moves by at most its degree; argmin and updates run faster on them
+    return (key.astype(np.int32) if len(w) < 1 << 28 else key), decrement
+
+
+def _simplify(analysis, budget, unspillable) -> list[int]:
+    g, w = analysis.interference, analysis.widths
+    key, decrement = _squeeze(g, w, budget)
+    remaining = w > 0
+    key[~remaining] = _DONE
+    cost = np.where(remaining & ~unspillable, spill_cost(analysis, g.degree), np.inf)
+    bounds, indices, stack = g.indptr.tolist(), g.indices, []
+    for _ in range(int(remaining.sum())):
+        v = int(key.argmin())
+        if key[v] >= 0:  # every value left is significant: push the cheapest optimistically
+            cheapest = int(cost.argmin())
+            v = cheapest if cost[cheapest] < np.inf else v
+        stack.append(v)
+        key[v], cost[v] = _DONE, np.inf
+        lo, hi = bounds[v], bounds[v + 1]
+        key[indices[lo:hi]] -= decrement[lo:hi]
+    return stack
+
+
+def _core(analysis, budget, unspillable):
+    taken = NeighbourRegisters(analysis.interference, budget, counts=False)
+    base, failed = taken.first_fit(reversed(_simplify(analysis, budget, unspillable)), analysis.widths.tolist())
+    for v in failed:
+        if unspillable[v]:
+            raise too_small(analysis, budget, v)
+    return base, failed
+
+
+@register("chaitin-briggs")
+def chaitin_briggs(program, analysis, budget):
+    """Chaitin-Briggs colouring with optimistic select and cost-based spilling."""
+    return run_with_spilling(program, analysis, budget, "chaitin-briggs", _core)

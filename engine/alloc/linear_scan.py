@@ -1,0 +1,121 @@
+"""Linear scan (Poletto & Sarkar 1999) over live intervals.
+
+Invariant: intervals are visited by increasing start; an interval whose end
+lies before the current start frees its registers; when no register is
+free, the active interval that ends furthest away is spilled if it ends
+after the current one, otherwise the current one is. Registers are taken
+lowest first, so on a program whose intervals have no holes (straight-line
+code) the highest register used is below MAXLIVE when MAXLIVE fits.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+
+import numpy as np
+
+from engine.alloc import register
+from engine.alloc.common import run_with_spilling, too_small
+
+
+def free_register(occupied: int, width: int, budget: int, high: bool = False) -> int:
+    """Lowest (or highest) free register, even-aligned for pairs, in a bit mask; -1 if none.
+
+    Examples
+    --------
+    >>> free_register(0b1101, 1, 8), free_register(0b1101, 2, 8), free_register(0b1101, 1, 8, high=True)
+    (1, 4, 7)
+    """
+    free = ~occupied & ((1 << budget) - 1)
+    if width == 2:
+        free &= (free >> 1) & _even(budget)
+    if not free:
+        return -1
+    return free.bit_length() - 1 if high else (free & -free).bit_length() - 1
+
+
+@functools.lru_cache(maxsize=None)
+def _even(budget: int) -> int:
+    """Bits of the even registers that start a pair inside the budget."""
+    return sum(1 << r for r in range(0, budget - 1, 2))
+
+
+class _Scan:
+    """The state of one scan: active intervals by end, occupied registers as a bit mask."""
+
+    def __init__(self, analysis, budget, unspillable, high):
+        self.a, self.unspillable, self.high, self.budget = analysis, unspillable.tolist(), high, budget
+        self.base = [-1] * len(analysis.names)
+        self.widths = analysis.widths.tolist()
+        self.starts, self.ends = analysis.start.tolist(), analysis.end.tolist()
+        self.occupied = 0
+        self.active: list[tuple[int, int]] = []
+        self.to_spill: list[int] = []
+
+    def pick(self, width: int) -> int:
+        return free_register(self.occupied, width, self.budget, self.high)
+
+    def hold(self, v: int, flag: bool) -> None:
+        bits = ((1 << self.widths[v]) - 1) << self.base[v]
+        self.occupied = self.occupied | bits if flag else self.occupied & ~bits
+
+    def expire(self, start: int) -> None:
+        active = self.active
+        if active and active[0][0] < start:
+            k = bisect.bisect_left(active, (start, -1))
+            for _, u in active[:k]:
+                self.hold(u, False)
+            del active[:k]
+
+    def make_room(self, v: int) -> int:
+        evicted = []
+        for end_u, u in reversed(self.active):
+            if self.unspillable[u]:
+                continue
+            if not self.unspillable[v] and end_u <= self.ends[v]:
+                break
+            evicted.append((end_u, u))
+            self.hold(u, False)
+            r = self.pick(self.widths[v])
+            if r >= 0:
+                for item in evicted:
+                    self.active.remove(item)
+                    self.base[item[1]] = -1
+                    self.to_spill.append(item[1])
+                return r
+        for _, u in evicted:
+            self.hold(u, True)
+        if self.unspillable[v]:
+            raise too_small(self.a, self.budget, v)
+        self.to_spill.append(v)
+        return -1
+
+    def visit(self, v: int) -> None:
+        self.expire(self.starts[v])
+        r = self.pick(self.widths[v])
+        if r < 0:
+            r = self.make_room(v)
+        if r >= 0:
+            self.base[v] = r
+            self.hold(v, True)
+            bisect.insort(self.active, (self.ends[v], v))
+
+
+def scan(analysis, budget: int, values, unspillable, high: bool = False):
+    """Linear scan of ``values``; returns (base register per value, values to spill)."""
+    state = _Scan(analysis, budget, unspillable, high)
+    values = np.asarray(values, dtype=np.int64)
+    for v in values[np.lexsort((values, analysis.start[values]))].tolist():
+        state.visit(v)
+    return np.array(state.base, dtype=np.int64), state.to_spill
+
+
+def _core(analysis, budget, unspillable):
+    return scan(analysis, budget, np.flatnonzero(analysis.widths > 0), unspillable)
+
+
+@register("linear-scan")
+def linear_scan(program, analysis, budget):
+    """Poletto & Sarkar's linear scan, spilling the interval that ends furthest away."""
+    return run_with_spilling(program, analysis, budget, "linear-scan", _core)

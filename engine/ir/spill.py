@@ -1,0 +1,329 @@
+"""Spill code: insert it for chosen values, and strip it to recover the original.
+
+Invariant: ``remove_spill_code(insert_spill_code(p, slots), slots) == p``.
+Spill code is ordinary instructions in a canonical place: a store
+``st.local SLOT, %v`` right after each definition of ``v`` and a reload
+``%v.rK:T = ld.local SLOT`` right before each instruction that reads ``v``
+(K counts reloads of ``v`` in program order from 1). The first definition
+of ``v`` keeps its name; each later one is renamed ``v.dK``, so every piece
+of a spilled value lives for one instruction and nothing spans a loop. A
+guarded definition first reloads its own name, so the old value survives
+when the guard is false.
+
+Examples
+--------
+>>> from engine.ir.parser import parse
+>>> p = parse('''.kernel k
+... .block entry
+...   %x:f32 = mov 1
+...   %y:f32 = add %x, %x
+...   st.global %y, 0, %x
+...   exit
+... ''')
+>>> s = insert_spill_code(p, {"x": 0})
+>>> print(s, end="")
+.kernel k
+.block entry
+  %x:f32 = mov 1
+  st.local 0, %x
+  %x.r1:f32 = ld.local 0
+  %y:f32 = add %x.r1, %x.r1
+  %x.r2:f32 = ld.local 0
+  st.global %y, 0, %x.r2
+  exit
+>>> remove_spill_code(s, {"x": 0}) == p
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.base.fields import digits
+from engine.base.limits import MAX_SPILL_SLOT
+from engine.ir.core import Block, Imm, Instruction, Program, Use, Value, replace_blocks
+
+
+def spill_slot(ins: Instruction) -> int | None:
+    """The local-memory slot a ``st.local`` / ``ld.local`` names, when it is a decimal integer in
+    0..MAX_SPILL_SLOT (512 KiB of local memory per thread); None otherwise.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse_instruction
+    >>> far = Instruction("st.local", (), (Imm("9999999"), Use("x")))   # the parser refuses it; code can make it
+    >>> spill_slot(parse_instruction("st.local 3, %x")), spill_slot(far)
+    (3, None)
+    """
+    slot = ins.operands[0].text if ins.operands and isinstance(ins.operands[0], Imm) else ""
+    return int(slot) if digits(slot) and int(slot) <= MAX_SPILL_SLOT else None
+
+
+def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
+    return Instruction("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
+
+
+def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instruction:
+    return Instruction("ld.local", (Value(name, type_),), (_slot(slot),), phase=phase)
+
+
+@dataclass(frozen=True)
+class SpillCode:
+    """Where a program's spill code is.
+
+    Attributes
+    ----------
+    spills : spilled value -> local-memory slot
+    loads, stores : linear indices of the reloads and of the stores, in order
+    origin : each copy (a reload ``v.rK`` or a later definition ``v.dK``) -> the value ``v`` it stands for
+    """
+
+    spills: dict
+    loads: tuple[int, ...]
+    stores: tuple[int, ...]
+    origin: dict
+
+    @property
+    def indices(self) -> frozenset[int]:
+        """Linear indices of every spill instruction."""
+        return frozenset(self.loads) | frozenset(self.stores)
+
+
+@dataclass(frozen=True)
+class SpillInsertion:
+    """One spill insertion: the program before and after it, and where its spill code landed.
+
+    Attributes
+    ----------
+    before, program : the program without and with this insertion's spill code
+    slots : the values this insertion spilled -> their slots
+    added : (2, instructions of ``before``) array: spill instructions put before and after each one
+    touching : sorted linear indices (in ``before``) of the instructions rewritten
+    copies : the values this insertion created (reloads, later definitions)
+    code : all the spill code of ``program``: this insertion's and that of ``before`` when it was passed in
+    """
+
+    before: Program
+    program: Program
+    slots: dict
+    added: np.ndarray
+    touching: tuple[int, ...]
+    copies: frozenset[str]
+    code: SpillCode
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _slot(slot: int) -> Imm:
+    return Imm(str(slot))
+
+
+def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
+    """``program`` with the values in ``slots`` kept in local memory between uses."""
+    return spill_insertion(program, slots).program
+
+
+def spill_insertion(program: Program, slots: dict[str, int], touching=None,
+                    known: SpillCode | None = None) -> SpillInsertion:
+    """Insert spill code for ``slots``; the record of where it landed.
+
+    ``touching``, when given, lists (sorted) the linear indices of the
+    instructions that read or write a value in ``slots`` (an allocator knows
+    them from its analysis); every other instruction is carried over as it
+    is. ``known``, the spill code ``program`` already holds, is carried into
+    the record's ``code`` at its new positions, so :func:`spill_code_of`
+    need not search for it.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
+    >>> r = spill_insertion(p, {"x": 3})
+    >>> r.code.loads, r.code.stores, sorted(r.copies)
+    ((2,), (1,), ['x.r1'])
+    >>> r.code == spill_code_of(r.program, {"x": 3})
+    True
+    """
+    if touching is None:
+        touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots)]
+    return _Insertion(program, slots).run(touching, known)
+
+
+def _touches(ins: Instruction, slots: dict) -> bool:
+    return not slots.keys().isdisjoint(ins.uses) or any(d.name in slots for d in ins.defs)
+
+
+class _Insertion:
+    """One pass inserting spill code: fresh copy names, and where each spill instruction lands."""
+
+    def __init__(self, program: Program, slots: dict[str, int]):
+        self.program, self.slots = program, slots
+        self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0)}
+        self.taken = set(program.values)
+        self.defined: set[str] = set()
+        self.loads: list[int] = []  # where the reloads and the stores land, in order
+        self.stores: list[int] = []
+        self.origin: dict[str, str] = {}
+        self.added = np.zeros((2, len(program.instructions)), dtype=np.int64)  # spill code before/after each
+
+    def fresh(self, v: str, kind: str) -> str:
+        counter = self.counters[kind]
+        k = counter[v] + 1
+        name = f"{v}.{kind}{k}"
+        while name in self.taken:
+            k += 1
+            name = f"{v}.{kind}{k}"
+        counter[v] = k
+        self.taken.add(name)
+        self.origin[name] = v
+        return name
+
+    def def_name(self, v: str) -> str:
+        if v in self.defined:
+            return self.fresh(v, "d")
+        self.defined.add(v)
+        return v
+
+    def run(self, touching, known: SpillCode | None) -> SpillInsertion:
+        self.touching = tuple(touching)
+        blocks, out, todo = [], 0, iter(self.touching)
+        nxt = next(todo, None)
+        for b, first in zip(self.program.blocks, self.program.block_starts):
+            body: list[Instruction] = []
+            done, end = first, first + len(b.instructions)
+            while nxt is not None and nxt < end:
+                body += b.instructions[done - first : nxt - first]
+                self._rewrite(nxt, b.instructions[nxt - first], body, out)
+                done, nxt = nxt + 1, next(todo, None)
+            body += b.instructions[done - first :]
+            blocks.append(Block(b.name, tuple(body)))
+            out += len(body)
+        result = replace_blocks(self.program, blocks)
+        return SpillInsertion(self.program, result, dict(self.slots), self.added, self.touching,
+                              frozenset(self.origin), self._code(known))
+
+    def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
+        before, main, after = self._split(ins)
+        at = out + len(body)
+        self.loads.extend(range(at, at + len(before)))
+        self.stores.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
+        self.added[0, i], self.added[1, i] = len(before), len(after)
+        body += before
+        body.append(main)
+        body += after
+
+    def _split(self, ins: Instruction) -> tuple[list, Instruction, list]:
+        """(reloads before, the instruction rewritten, stores after) for an instruction that touches a spilled value."""
+        slots, values, phase, before, renamed = self.slots, self.program.values, ins.phase, [], {}
+        for name in ins.uses:
+            if name in slots and name not in renamed:
+                copy = renamed[name] = self.fresh(name, "r")
+                before.append(_reload(copy, values[name].type, slots[name], phase))
+        operands = ins.operands
+        if renamed:
+            operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
+        defs, after = ins.defs, []
+        if any(d.name in slots for d in defs):
+            defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
+            spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
+            if ins.guard is not None:
+                before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
+            after = [_store(d, slot, phase) for d, slot in spilled]
+        return before, Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
+
+    def _code(self, known: SpillCode | None) -> SpillCode:
+        """This insertion's spill code, with ``known`` (the old program's) moved to its new positions."""
+        spills, origin, loads, stores = dict(self.slots), dict(self.origin), self.loads, self.stores
+        if known is not None:
+            spills = {**known.spills, **spills}
+            origin = {**known.origin, **origin}
+            total = self.added.sum(axis=0)
+            moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]
+            loads = sorted(loads + moved[list(known.loads)].tolist())
+            stores = sorted(stores + moved[list(known.stores)].tolist())
+        return SpillCode(spills, tuple(loads), tuple(stores), origin)
+
+
+def spill_code_of(program: Program, spills: dict[str, int]) -> SpillCode:
+    """Where the spill code for ``spills`` is in ``program`` (found by reading it).
+
+    Copies are the reloads ``v.rK`` and the later definitions ``v.dK`` of a
+    spilled value ``v``. A caller that inserted the code has the same record
+    from :func:`spill_insertion` and need not search.
+    """
+    indices, origin = _find_spill_code(program, spills)
+    instructions = program.instructions
+    ordered = sorted(indices)
+    return SpillCode(dict(spills), tuple(i for i in ordered if instructions[i].opcode == "ld.local"),
+                     tuple(i for i in ordered if instructions[i].opcode == "st.local"), origin)
+
+
+def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
+    by_slot = {str(slot): v for v, slot in spills.items()}
+    indices, origin = set(), {}
+    if not spills:
+        return indices, origin
+
+    def copy_of(v: str, name: str) -> bool:
+        if name == v:
+            return True
+        suffix = name[len(v) + 1 :]
+        if name.startswith(v) and name[len(v) : len(v) + 1] == "." and suffix[:1] in ("r", "d") and suffix[1:].isdigit():
+            origin[name] = v
+            return True
+        return False
+
+    for i, ins in enumerate(program.instructions):
+        if not ins.operands or not isinstance(ins.operands[0], Imm):
+            continue
+        v = by_slot.get(ins.operands[0].text)
+        if v is None:
+            continue
+        if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+            if copy_of(v, ins.operands[1].name):
+                indices.add(i)
+        elif ins.opcode == "ld.local" and len(ins.defs) == 1 and len(ins.operands) == 1 and copy_of(v, ins.defs[0].name):
+            indices.add(i)
+    # a copy is named for its value whether or not its spill instruction is still there: a later definition
+    # whose store was deleted from a plan file is still a definition of the spilled value (the slot goes stale)
+    for name in program.values:
+        value, dot, suffix = name.rpartition(".")
+        if dot and value in spills and suffix[:1] in ("r", "d") and suffix[1:].isdigit():
+            origin.setdefault(name, value)
+    return indices, origin
+
+
+def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
+    """The program before spill code was inserted for ``spills``."""
+    drop, origin = _find_spill_code(program, spills)
+    blocks, at = [], 0
+    for b in program.blocks:
+        body = []
+        for ins in b.instructions:
+            if at not in drop:
+                body.append(_rename(ins, origin))
+            at += 1
+        blocks.append(Block(b.name, tuple(body)))
+    return replace_blocks(program, blocks)
+
+
+def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
+    if not any(n in origin for n in ins.uses + tuple(d.name for d in ins.defs)):
+        return ins
+    operands = tuple(Use(origin.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
+    defs = tuple(Value(origin.get(d.name, d.name), d.type) for d in ins.defs)
+    return Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, ins.phase)
+
+
+def first_free_slot(program: Program) -> int:
+    """A local-memory slot number above every numeric one the program uses."""
+    used = [-1]
+    for ins in program.instructions:
+        if ins.opcode.startswith(("ld.local", "st.local")) and ins.operands and isinstance(ins.operands[0], Imm):
+            try:
+                used.append(int(ins.operands[0].text, 0))
+            except ValueError:
+                pass
+    return max(used) + 1

@@ -1,0 +1,492 @@
+"""ILP and the cost of register reuse: a plan's dependence graph, critical path and issue cycles (a model).
+
+Everything here is a model and every interface labels it so ("ILP (model)",
+"cycles/warp (model)"). It is a stage of its own, like engine.predict: it
+reads a plan (or a program) and returns typed figures; plan files are not
+changed.
+
+Definitions
+-----------
+- **Executed path.** The instructions one thread runs, in order. The
+  program's structure tree (:func:`engine.ir.cfg.structure`) is walked
+  from the top: a counted loop's body is repeated its trip count
+  (:func:`engine.ir.cfg.loop_trips`; a loop whose count cannot be read
+  runs once and the path says so); of an ``if``, the side with more
+  instructions runs (GEMM's and MHA's bounds check: a thread inside the
+  matrix; GEMM's ``beta != 0`` epilogue); ``break`` ends nothing early (a
+  counted loop leaves at its latch) and ``return`` ends the path. A program
+  the structurer refuses is taken in layout order, each block once, and
+  the path says so. Because the loop is unrolled along the path,
+  loop-carried dependences are included: iteration k+1 reads what
+  iteration k wrote. The path is at most :data:`MAX_PATH` instructions
+  (the interpreter's limit for one run).
+- **True dependences** (read after write): an instruction depends on the
+  last earlier instruction on the path that defined each value it reads (a
+  guarded definition also reads the value it may leave unchanged), and a
+  spill reload (``ld.local SLOT``) on the last spill store to its slot.
+- **False dependences**, from the plan's reuse of physical registers (every
+  register of a value, both of a pair) and spill slots: write after read
+  (a write waits for the reads of the previous contents) and write after
+  write. Predicates are not allocated by a plan and get none.
+- **Weights**, from the architecture's latency table
+  (``resources/arch/*.toml``, :func:`engine.model.arch.load_latencies`, each
+  opcode in a class by :func:`latency_class`): read after write, the
+  producer's latency; write after read, 1 cycle (the writer issues after
+  the reader read its operands); write after write, ``max(1, latency(first)
+  - latency(second) + 1)`` (results land in order).
+- **Critical path**: the longest path in cycles, ending when the last
+  result is written (an instruction without a result ends one cycle after
+  it issues). **ILP** = instructions on the path / critical path.
+- **Reference**: the program without spill code with true dependences
+  only: unlimited registers, no reuse.
+- **Issue model**: cycles per warp for one warp issuing in order, one
+  instruction per cycle, each waiting for its true and false dependences:
+  ``issue(i) = max(issue(i-1) + 1, max over edges p->i of issue(p) +
+  weight)``, ending when the last result is written.
+- Global and shared memory accesses are not ordered by address (the plan
+  changes none of them); only spill slots are.
+
+Invariant: every figure is computed from the plan or program it describes
+and the latency table; a false dependence never shortens the critical
+path: a plan's critical path is never shorter than the reference's, and without spill code (the
+same instructions) its ILP never exceeds the reference's.
+
+Examples
+--------
+>>> from engine.ir.parser import parse
+>>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
+...           "  %y:f32 = fma %x, %x, %x\\n  st.global %pa, 0, %y\\n  exit\\n")
+>>> f = program_ilp(p, "sm_80")
+>>> f.instructions, f.critical_path, f.cycles
+(5, 409, 410)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.base.errors import RegtuneError
+from engine.base.limits import MAX_STEPS
+from engine.ir.cfg import (
+    Code,
+    If,
+    Loop,
+    Return,
+    Seq,
+    StructureError,
+    loop_trips,
+    structure,
+)
+from engine.ir.core import Instruction, Program
+from engine.ir.spill import remove_spill_code, spill_slot
+from engine.model.arch import DEFAULT_ARCH, load_latencies
+
+#: the most instructions an executed path may have (the interpreter's limit for one run)
+MAX_PATH = MAX_STEPS
+#: edge kinds
+RAW, WAR, WAW = 0, 1, 2
+KIND_NAMES = ("true (read after write)", "false (write after read)", "false (write after write)")
+
+_MUFU = frozenset({"exp", "ex2", "rcp", "rsqrt", "sqrt", "lg2", "sin", "cos", "tanh"})
+_ARITH = frozenset({"add", "sub", "mul", "fma", "mad", "max", "min", "neg", "abs"})
+_MEMORY = {("ld", "global"): "ld_global", ("ld", "local"): "ld_local", ("ld", "shared"): "ld_shared",
+           ("st", "global"): "st_global", ("st", "local"): "st_local", ("st", "shared"): "st_shared"}
+
+
+def latency_class(ins: Instruction) -> str:
+    """The latency-table class of an instruction (``default`` for opcodes without one of their own).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse_instruction as pi
+    >>> [latency_class(pi(t)) for t in ("%a:f32 = fma %b, %c, %a", "%i:i32 = mul %j, 4",
+    ...  "%w:u64 = mul.wide.s32 %i, 4", "%e:f32 = exp %x", "%h:f32 = cvt.f32.f16.lo %p",
+    ...  "%x:f32 = ld.local 3", "%i:i32 = div.u32 %t, 2")]
+    ['ffma', 'imad', 'imad', 'mufu', 'cvt', 'ld_local', 'default']
+    """
+    parts = ins.opcode.split(".")
+    base = parts[0]
+    if base in ("ld", "st"):
+        return _MEMORY.get((base, parts[1] if len(parts) > 1 else ""), "default")
+    if base in ("br", "cbr", "exit"):
+        return "branch"
+    if base in _MUFU:
+        return "mufu"
+    if base in ("cvt", "shfl"):
+        return base
+    if base in ("mov", "setp", "param") or base == "sreg":
+        return "alu"
+    if base in _ARITH:
+        return _arith_class(base, ins.opcode, ins.defs[0].type if ins.defs else "f32")
+    return "default"
+
+
+def _arith_class(base: str, opcode: str, result: str) -> str:
+    if result == "f64":
+        return "dfma"
+    if result in ("i32", "u64"):
+        return "imad" if base in ("mul", "mad", "fma") or opcode.startswith("mul.wide") else "alu"
+    return "ffma"
+
+
+@dataclass(frozen=True)
+class Path:
+    """An executed path: ``indices[t]`` is the linear index of the t-th instruction run; ``note`` says how
+    the path was taken."""
+
+    indices: np.ndarray
+    note: str
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def executed_path(program: Program) -> Path:
+    """The path one thread runs (see the module docstring); a one-line RegtuneError past :data:`MAX_PATH`.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block loop\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 3\\n  cbr %p, loop, done\\n.block done\\n  exit\\n")
+    >>> executed_path(p).indices.tolist()
+    [0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4]
+    """
+    try:
+        tree = structure(program)
+    except StructureError as exc:
+        return _capped(np.arange(len(program.instructions)), f"layout order, each block once (not structured: {exc})",
+                       program)
+    trips, unread = loop_trips(program), []
+    chunks, _ = _walk(tree, program, trips, unread)
+    note = "executed path: loops by their trip counts, the longer side of each if"
+    if unread:
+        note += f"; loops without a readable trip count run once (blocks {', '.join(unread)})"
+    indices = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    return _capped(indices, note, program)
+
+
+def _capped(indices: np.ndarray, note: str, program: Program) -> Path:
+    if len(indices) > MAX_PATH:
+        raise RegtuneError(f"{program.name}: its executed path has {len(indices):,} instructions, more than the ILP "
+                           f"model's limit of {MAX_PATH:,}")
+    return Path(indices.astype(np.int64), note)
+
+
+def _walk(node, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+    """(instruction index arrays in order, whether a return ended the path)."""
+    if isinstance(node, Code):
+        start = program.block_starts[node.index]
+        return [np.arange(start, start + len(program.blocks[node.index].instructions))], False
+    if isinstance(node, Seq):
+        return _walk_seq(node.items, program, trips, unread)
+    if isinstance(node, Loop):
+        return _walk_loop(node, program, trips, unread)
+    if isinstance(node, If):
+        sides = [_walk(s, program, trips, unread) for s in (node.then, node.orelse or Seq())]
+        return max(sides, key=lambda side: sum(len(c) for c in side[0]))
+    return [], isinstance(node, Return)
+
+
+def _walk_seq(items, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+    out: list = []
+    for item in items:
+        chunks, ended = _walk(item, program, trips, unread)
+        out += chunks
+        if ended:
+            return out, True
+    return out, False
+
+
+def _walk_loop(node: Loop, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+    names = [item.name for item in node.body.items if isinstance(item, Code)]
+    counts = [trips[n] for n in names if n in trips]
+    if not counts:
+        unread.append(names[0] if names else "?")
+    body, ended = _walk(node.body, program, trips, unread)
+    once = np.concatenate(body) if body else np.zeros(0, dtype=np.int64)
+    if ended or not counts:
+        return [once], ended
+    if len(once) * max(counts[0], 1) > MAX_PATH:
+        raise RegtuneError(f"{program.name}: loop {names[0]} runs {counts[0]:,} times {len(once):,} instructions, "
+                           f"more than the ILP model's limit of {MAX_PATH:,}")
+    return [np.tile(once, max(counts[0], 1))], False
+
+
+@dataclass(frozen=True)
+class DependenceGraph:
+    """The dependence graph over an executed path: node t is the t-th instruction run.
+
+    Attributes
+    ----------
+    path : the executed path
+    latency : each node's latency in cycles (its class in the latency table)
+    finish : cycles from each node's issue until it is done (its latency when it defines a value, else 1)
+    src, dst, weight, kind : the edges (src < dst), their weights in cycles and kinds (RAW, WAR, WAW)
+    arch : the latency table's architecture
+    """
+
+    path: Path
+    latency: np.ndarray
+    finish: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    kind: np.ndarray
+    arch: str
+
+    def count(self, kind: int) -> int:
+        """Edges of one kind."""
+        return int((self.kind == kind).sum())
+
+
+def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dict | None = None,
+                     path: Path | None = None) -> DependenceGraph:
+    """True dependences of ``program`` and, with an ``assignment`` (value -> registers), the false ones
+    its register and spill-slot reuse makes. ``path``: the caller's executed path of ``program``."""
+    table = load_latencies(arch).cycles
+    path = path if path is not None else executed_path(program)
+    events = _Events(program, assignment)
+    static = np.array([table[latency_class(ins)] for ins in program.instructions], dtype=np.int64)
+    latency = static[path.indices]
+    has_result = np.array([bool(ins.defs) for ins in program.instructions], dtype=bool)
+    finish = np.where(has_result[path.indices], latency, 1)
+    src, dst = _raw(events.dynamic(path, "true_reads"), events.dynamic(path, "true_writes"), len(path))
+    edges = [(src, dst, latency[src], RAW)]
+    if assignment is not None:
+        reads, writes = events.dynamic(path, "false_reads"), events.dynamic(path, "false_writes")
+        (war_s, war_d), (waw_s, waw_d) = _false(reads, writes, len(path))
+        edges += [(war_s, war_d, np.ones(len(war_s), dtype=np.int64), WAR),
+                  (waw_s, waw_d, np.maximum(1, latency[waw_s] - latency[waw_d] + 1), WAW)]
+    src, dst, weight = (np.concatenate([e[i] for e in edges]).astype(np.int64) for i in range(3))
+    kind = np.concatenate([np.full(len(e[0]), e[3], dtype=np.int8) for e in edges])
+    keep = _distinct_edges(src, dst, kind, len(path))
+    return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch)
+
+
+def _distinct_edges(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the first edge of each (src, dst, kind): an instruction reading one register twice, or a
+    pair's two registers, make the same edge again (its weight depends only on src, dst and kind)."""
+    code = (src * (n + 1) + dst) * 3 + kind
+    return np.sort(np.unique(code, return_index=True)[1])
+
+
+class _Events:
+    """Each instruction's reads and writes of resources, as CSR arrays (built once per program).
+
+    True events name values (ids 0..V-1) and spill slots (ids from V); false events name physical
+    registers (ids 0..R-1) and spill slots (ids from R)."""
+
+    def __init__(self, program: Program, assignment: dict | None):
+        values = {name: k for k, name in enumerate(program.values)}
+        regs = 1 + max((r for rs in (assignment or {}).values() for r in rs), default=-1)
+        lists = {key: [] for key in ("true_reads", "true_writes", "false_reads", "false_writes")}
+        for ins in program.instructions:
+            slot = spill_slot(ins) if ins.opcode in ("ld.local", "st.local") else None
+            defs = [d.name for d in ins.defs]
+            reads = list(ins.uses) + (defs if ins.guard is not None else [])
+            lists["true_reads"].append([values[n] for n in reads] + _slot(slot, "ld", ins, len(values)))
+            lists["true_writes"].append([values[n] for n in defs] + _slot(slot, "st", ins, len(values)))
+            get = (assignment or {}).get
+            lists["false_reads"].append([r for n in ins.uses for r in get(n, ())] + _slot(slot, "ld", ins, regs))
+            lists["false_writes"].append([r for n in defs for r in get(n, ())] + _slot(slot, "st", ins, regs))
+        self.csr = {key: _csr(rows) for key, rows in lists.items()}
+
+    def dynamic(self, path: Path, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(node, resource) of every event of kind ``key`` along ``path``."""
+        ptr, res = self.csr[key]
+        counts = ptr[path.indices + 1] - ptr[path.indices]
+        nodes = np.repeat(np.arange(len(path)), counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return nodes, res[np.repeat(ptr[path.indices], counts) + offsets]
+
+
+def _slot(slot: int | None, kind: str, ins: Instruction, base: int) -> list:
+    return [base + slot] if slot is not None and ins.opcode.startswith(kind) else []
+
+
+def _csr(rows: list) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(r) for r in rows])
+    return ptr, np.array([x for r in rows for x in r], dtype=np.int64)
+
+
+def _ordered(reads, writes, n: int):
+    """Events sorted by (resource, node, reads before writes); each event's segment base (per resource)."""
+    t = np.concatenate([reads[0], writes[0]])
+    r = np.concatenate([reads[1], writes[1]])
+    w = np.concatenate([np.zeros(len(reads[0]), dtype=bool), np.ones(len(writes[0]), dtype=bool)])
+    order = np.lexsort((w, t, r))
+    t, r, w = t[order], r[order], w[order]
+    seg = np.concatenate([[0], np.cumsum(r[1:] != r[:-1])]) if len(r) else np.zeros(0, dtype=np.int64)
+    return t, w, seg.astype(np.int64) * (n + 1)
+
+
+def _raw(reads, writes, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Read-after-write edges: each read from the last earlier write of its resource."""
+    t, w, base = _ordered(reads, writes, n)
+    last = np.maximum.accumulate(np.where(w, base + t + 1, base)) - base if len(t) else t
+    keep = ~w & (last > 0)
+    return last[keep] - 1, t[keep]
+
+
+def _false(reads, writes, n: int):
+    """((WAR src, dst), (WAW src, dst)): each read to the next later write of its resource, each write
+    from the previous write."""
+    t, w, base = _ordered(reads, writes, n)
+    if not len(t):
+        empty = np.zeros(0, dtype=np.int64)
+        return (empty, empty), (empty, empty)
+    acc = np.maximum.accumulate(np.where(w, base + t + 1, base))
+    prev = np.maximum(np.concatenate([[0], acc[:-1]]), base) - base
+    waw = w & (prev > 0)
+    nxt = np.minimum.accumulate(np.where(w, base + t, base + n)[::-1])[::-1]
+    after = np.minimum(np.concatenate([nxt[1:], [np.iinfo(np.int64).max]]), base + n) - base
+    war = ~w & (after < n) & (after != t)
+    return (t[war], after[war]), (prev[waw] - 1, t[waw])
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The dependence graph's timing: dataflow start cycles, in-order issue cycles, and their ends.
+
+    Attributes
+    ----------
+    start : earliest issue cycle of each node with unlimited issue (the dataflow limit)
+    issue : issue cycle of each node under the in-order, one-per-cycle issue model
+    critical_path : cycles until the last node is done, dataflow
+    cycles : cycles until the last node is done, issue model (cycles per warp)
+    chain : nodes on one critical path, in order; chain_kinds: the kind of the edge into each (-1: none)
+    """
+
+    start: np.ndarray
+    issue: np.ndarray
+    critical_path: int
+    cycles: int
+    chain: tuple[int, ...]
+    chain_kinds: tuple[int, ...]
+
+
+def schedule(graph: DependenceGraph) -> Schedule:
+    """Longest paths through ``graph``: the dataflow critical path and the issue model's cycles.
+
+    A scan in path order (edges always point forward); each node takes the latest of its in-edges.
+    """
+    n = len(graph.path)
+    order = np.argsort(graph.dst, kind="stable")
+    src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
+    ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
+    start, issue, into = _scan(n, src, weight, ptr)
+    done = np.asarray(start, dtype=np.int64) + graph.finish
+    issued = np.asarray(issue, dtype=np.int64) + graph.finish
+    if not n:
+        return Schedule(done, issued, 0, 0, (), ())
+    chain, kinds = _chain(int(np.argmax(done)), into, src, graph.kind[order].tolist())
+    return Schedule(np.asarray(start), np.asarray(issue), int(done.max()), int(issued.max()), chain, kinds)
+
+
+def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]:
+    start, issue, into = [0] * n, [0] * n, [-1] * n
+    prev = -1
+    for t in range(n):
+        best, edge, at = 0, -1, prev + 1
+        for k in range(ptr[t], ptr[t + 1]):
+            s, w = src[k], weight[k]
+            if start[s] + w > best:
+                best, edge = start[s] + w, k
+            at = max(at, issue[s] + w)
+        start[t], into[t], issue[t] = best, edge, at
+        prev = at
+    return start, issue, into
+
+
+def _chain(end: int, into: list, src: list, kind: list) -> tuple[tuple, tuple]:
+    nodes, kinds = [end], [kind[into[end]] if into[end] >= 0 else -1]
+    while into[nodes[-1]] >= 0:
+        nodes.append(src[into[nodes[-1]]])
+        kinds.append(kind[into[nodes[-1]]] if into[nodes[-1]] >= 0 else -1)
+    return tuple(reversed(nodes)), tuple(reversed(kinds))
+
+
+@dataclass(frozen=True)
+class IlpFigures:
+    """A plan's ILP figures (a model) beside the reference with unlimited registers.
+
+    Attributes
+    ----------
+    arch : the latency table's architecture
+    path : how the executed path was taken
+    instructions, critical_path, ilp, cycles : the plan's program (spill code included), true and false
+        dependences: instructions on the path, critical path in cycles, ILP, issue-model cycles per warp
+    reference_instructions, reference_critical_path, reference_ilp, reference_cycles : the same for the
+        program without spill code, true dependences only
+    false_edges : write-after-read and write-after-write edges the plan's reuse makes
+    critical : the plan program's instructions on its critical path (linear indices, in path order, once each)
+    critical_false : false dependences along that critical path
+    """
+
+    arch: str
+    path: str
+    instructions: int
+    critical_path: int
+    ilp: float
+    cycles: int
+    reference_instructions: int
+    reference_critical_path: int
+    reference_ilp: float
+    reference_cycles: int
+    false_edges: int
+    critical: tuple[int, ...]
+    critical_false: int
+
+    @property
+    def ilp_loss(self) -> float:
+        """The share of the reference's ILP the plan's reuse and spills lose (0: none)."""
+        return 1 - self.ilp / self.reference_ilp if self.reference_ilp else 0.0
+
+
+def _ilp(instructions: int, critical_path: int) -> float:
+    return instructions / critical_path if critical_path else 0.0
+
+
+def program_ilp(program: Program, arch: str = DEFAULT_ARCH) -> IlpFigures:
+    """The reference figures of ``program`` alone (unlimited registers: true dependences only)."""
+    graph = dependence_graph(program, arch)
+    s = schedule(graph)
+    n = len(graph.path)
+    return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles, n,
+                      s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
+
+
+def plan_ilp(plan, arch: str | None = None) -> IlpFigures:
+    """A plan's ILP figures (a model) on ``arch`` (default: the plan's own arch, else the default arch).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.plan import Plan
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
+    ...           "  %y:f32 = fma %x, %x, %x\\n  %z:f32 = ld.global %pa, 4\\n  st.global %pa, 0, %y\\n"
+    ...           "  st.global %pa, 4, %z\\n  exit\\n")
+    >>> apart = plan_ilp(Plan(p, {"pa": (0, 1), "x": (2,), "y": (3,), "z": (4,)}, {}, 8, "hand"))
+    >>> reused = plan_ilp(Plan(p, {"pa": (0, 1), "x": (2,), "y": (3,), "z": (2,)}, {}, 8, "hand"))
+    >>> apart.critical_path, reused.critical_path, reused.false_edges
+    (409, 806, 2)
+    """
+    arch = arch or (plan.options or {}).get("arch", DEFAULT_ARCH)
+    original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
+    reference = program_ilp(original, arch)
+    graph = dependence_graph(plan.program, arch, plan.assignment)
+    s = schedule(graph)
+    n = len(graph.path)
+    false_on_path = sum(1 for k in s.chain_kinds if k in (WAR, WAW))
+    return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles,
+                      reference.instructions, reference.critical_path, reference.ilp, reference.cycles,
+                      graph.count(WAR) + graph.count(WAW), _static(graph, s.chain), false_on_path)
+
+
+def _static(graph: DependenceGraph, chain: tuple) -> tuple[int, ...]:
+    """The linear indices of the chain's nodes, in path order, each once."""
+    return tuple(dict.fromkeys(graph.path.indices[list(chain)].tolist())) if chain else ()
