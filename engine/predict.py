@@ -19,7 +19,7 @@ Examples
 >>> figures = predict(a.plan(), a.analysis, a.spill_code)
 >>> figures["registers"], figures["maxlive"], figures["spill_loads"]
 (1, 1, 0)
->>> planned(a).predicted == figures
+>>> predicted_plan(a).predicted == figures
 True
 """
 
@@ -133,7 +133,7 @@ def execution_figures(plan: Plan, original: Program | None = None, spill_code: S
             "spill_loads_executed": int(sum(visits[b] for b in block_of[list(code.loads)].tolist()))}
 
 
-def planned(allocation, **fields) -> Plan:
+def predicted_plan(allocation, **fields) -> Plan:
     """The allocation as a plan with its static figures (``fields``: workload, options)."""
     plan = allocation.plan(**fields)
     return plan.with_(predicted=predict(plan, allocation.analysis, allocation.spill_code,
@@ -143,6 +143,6 @@ def planned(allocation, **fields) -> Plan:
 def planned_and_run(allocation, runs: ReferenceRuns | None = None, **fields) -> Plan:
     """The allocation as a plan with its static and executed-spill figures (``fields``: workload, options;
     ``runs``: the caller's memo of reference runs, for an execution check that follows)."""
-    plan = planned(allocation, **fields)
+    plan = predicted_plan(allocation, **fields)
     figures = execution_figures(plan, allocation.original, allocation.spill_code, runs)
     return plan.with_(predicted={**plan.predicted, **figures})

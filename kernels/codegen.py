@@ -83,10 +83,10 @@ from engine.ir.cfg import (
     Seq,
     StructureError,
     adjust_trips,
+    loop_trips,
     structure,
 )
-from engine.ir.cfg import loop_trips as structure_loop_trips
-from engine.ir.core import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.ir.core import Imm, Instruction, Program, Use
 from engine.ir.rules import KERNEL_NAMES, shape_of, usable_symbol
 from engine.ir.spill import remove_spill_code, spill_slot
 from engine.plan import Plan, registers_used
@@ -681,14 +681,6 @@ def _address(pointer: str, element: int) -> str:
     return f"{pointer} + uint64({element})" if element > 0 else f"{pointer} - uint64({-element})"
 
 
-def loop_trips(program: Program) -> dict:
-    """Trip count of each counted loop (:func:`engine.ir.cfg.loop_trips`); a bad count is a KernelError."""
-    try:
-        return structure_loop_trips(program)
-    except StructureError as exc:
-        raise KernelError(str(exc)) from None
-
-
 def kernel_body(plan: Plan, spills: str = "plan", trips: dict | None = None,
                 load_order: str = "barrier") -> tuple[str, "_Writer", str, list]:
     """The kernel function's text and the writer that made it (parameters, spill counts)."""
@@ -751,7 +743,11 @@ def _constants(plan: Plan, w: _Writer, params: list, signature: str, harness: Ha
              f"ARRAYS = {tuple(w.array_params)!r}", f"SIGNATURE = {signature!r}",
              f"THREADS_PER_BLOCK = {int(options.get('threads_per_block', 128))}"]
     if harness is not None:
-        for key, value in harness.constants(plan, trips or loop_trips(plan.program)).items():
+        try:
+            trips = trips or loop_trips(plan.program)
+        except StructureError as exc:
+            raise KernelError(str(exc)) from None
+        for key, value in harness.constants(plan, trips).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or key not in harness.constant_names:
                 raise KernelError(f"harness {harness.name!r}: constant {key!r} = {excerpt(value)} is not one of "
                                   "its CONSTANTS or not a number")
@@ -808,40 +804,11 @@ def entry_name(plan: Plan) -> str:
 
 
 def without_spill_code(plan: Plan) -> Plan:
-    """The plan with its program before spill code (:func:`engine.ir.spill.remove_spill_code`) and no spills: the
-    kernel a plan's kernel is compared with (compiler spills). A reload or store of a spilled value left over
-    there because it names another spilled value's slot (spill code a hand edit broke) is spill code too and
-    goes with the rest, so the program keeps its meaning whatever the plan's spill code does.
-
-    Examples
-    --------
-    >>> from engine.ir.parser import parse
-    >>> p = parse(".kernel k\\n.block entry\\n  %x:f32 = mov 1\\n  st.local 0, %x\\n  %y:f32 = mov 2\\n"
-    ...           "  st.local 1, %y\\n  %x.r1:f32 = ld.local 1\\n  %z:f32 = add %x.r1, %y\\n  exit\\n")
-    >>> print(without_spill_code(Plan(p, {}, {"x": 0, "y": 1}, 255, "hand")).program, end="")
-    .kernel k
-    .block entry
-      %x:f32 = mov 1
-      %y:f32 = mov 2
-      %z:f32 = add %x, %y
-      exit
-    """
+    """The plan with the program without its spill code (:func:`engine.ir.spill.remove_spill_code`) and no
+    spills: the kernel a plan's kernel is compared with (compiler spills)."""
     if not plan.spills:
         return plan
-    program = remove_spill_code(plan.program, plan.spills)
-    slots = set(plan.spills.values())
-
-    def stray(ins: Instruction) -> bool:
-        if ins.opcode == "ld.local" and len(ins.defs) == 1:
-            value = ins.defs[0].name
-        elif ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
-            value = ins.operands[1].name
-        else:
-            return False
-        return value in plan.spills and spill_slot(ins) in slots
-
-    blocks = [Block(b.name, tuple(i for i in b.instructions if not stray(i))) for b in program.blocks]
-    return plan.with_(program=replace_blocks(program, blocks), spills={})
+    return plan.with_(program=remove_spill_code(plan.program, plan.spills), spills={})
 
 
 def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: str) -> tuple[str, str]:

@@ -21,6 +21,7 @@ import threading
 import time
 
 from engine.base.jobs import Cancelled, Progress
+from engine.ir.cfg import loop_trips
 from engine.model.arch import (
     DEFAULT_ARCH,
     DEFAULT_BUILD_ARCHS,
@@ -28,7 +29,7 @@ from engine.model.arch import (
     plan_register_cap,
 )
 from engine.plan import Plan
-from kernels.codegen import KernelSource, kernel_source, loop_trips, without_spill_code
+from kernels.codegen import KernelSource, kernel_source, without_spill_code
 from kernels.harness import harness_for
 
 SIMULATOR_TIMEOUT_S = 600

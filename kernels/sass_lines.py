@@ -43,12 +43,15 @@ import re
 from dataclasses import dataclass
 
 from kernels.sass import SassError
-from kernels.worker import MODULE_FILE
 
 _LINE = re.compile(r'^\s*//## File "[^"]*", line (\d+)')
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 #: a PTX line-info directive (``.loc``, ``.file``), not ``.local``
 _LINE_INFO = re.compile(r"^\s*\.(loc|file)\s")
+
+#: the file name a generated module is compiled under (the name its line info in PTX and SASS carries; the
+#: worker compiles every kernel module under it)
+MODULE_FILE = "<regtune-kernel>"
 
 
 def strip_line_info(ptx: str) -> str:

@@ -25,14 +25,14 @@ import threading
 import time
 import types
 
+from kernels.sass_lines import MODULE_FILE
+
 SIMULATOR_SWITCH_INTERVAL_S = 1e-4
 #: how often a worker checks that its parent lives: a worker started by a worker (NVVM and the simulator under
 #: a window's build) is in a process group of its own and ends this soon after its parent was killed
 PARENT_POLL_S = 0.1
 
 
-#: the file name a generated module is compiled under (the name its line info in PTX and SASS carries)
-MODULE_FILE = "<regtune-kernel>"
 
 
 def _module(text: str) -> types.ModuleType:
@@ -202,7 +202,7 @@ def build(request: dict) -> dict:
                    skip_simulator=request.get("skip_simulator", "")).to_reply()
 
 
-def sweep(request: dict) -> dict:
+def budget_sweep_mode(request: dict) -> dict:
     """:func:`kernels.pipeline.budget_sweep` of the request's plan."""
     from engine.planfile import plan_from_dict
     from kernels.pipeline import budget_sweep
@@ -244,7 +244,7 @@ def ptx(request: dict) -> dict:
                                    bool(request.get("lineinfo", False)))}
 
 
-MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": sweep, "ptx": ptx}
+MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": budget_sweep_mode, "ptx": ptx}
 
 
 def _watch_parent(parent: int) -> None:

@@ -1,7 +1,7 @@
 """Dependences between instructions, and the proof that a program is another one reordered within them.
 
 Invariant: :func:`dependence` is the one definition of "these two
-instructions may not trade places" (a schedule edit, :mod:`engine.alloc.edits`,
+instructions may not trade places" (a schedule edit, :mod:`engine.alloc.hand`,
 moves an instruction only past those it has none with), and
 :func:`reordering_problem` accepts a program exactly when it is the
 reference program with the instructions of each block permuted so that every

@@ -296,17 +296,52 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
 
 
 def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
-    """The program before spill code was inserted for ``spills``."""
+    """The program before spill code was inserted for ``spills``: the one meaning of "the program without
+    spill code" in RegTune (the identity proof, the checks, predict and the kernels' compiler-spills reference
+    all use it).
+
+    The spill code is each spilled value's stores and reloads at its own slot (:func:`spill_code_of`); a
+    reload or store of a spilled value at another spilled value's slot (spill code a hand edit broke, which
+    a plan file never passes, :func:`engine.check.verify.static_conflicts`) is spill code too and goes with the
+    rest, so the program keeps its meaning whatever the plan's spill code does.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block entry\\n  %x:f32 = mov 1\\n  st.local 0, %x\\n  %y:f32 = mov 2\\n"
+    ...           "  st.local 1, %y\\n  %x.r1:f32 = ld.local 1\\n  %z:f32 = add %x.r1, %y\\n  exit\\n")
+    >>> print(remove_spill_code(p, {"x": 0, "y": 1}), end="")
+    .kernel k
+    .block entry
+      %x:f32 = mov 1
+      %y:f32 = mov 2
+      %z:f32 = add %x, %y
+      exit
+    """
     drop, origin = _find_spill_code(program, spills)
+    slots = {str(slot) for slot in spills.values()}
     blocks, at = [], 0
     for b in program.blocks:
         body = []
         for ins in b.instructions:
             if at not in drop:
-                body.append(_rename(ins, origin))
+                ins = _rename(ins, origin)
+                if not _stray(ins, spills, slots):
+                    body.append(ins)
             at += 1
         blocks.append(Block(b.name, tuple(body)))
     return replace_blocks(program, blocks)
+
+
+def _stray(ins: Instruction, spills: dict, slots: set) -> bool:
+    """A load or store of a spilled value (its copies renamed back) at a spill slot that is not its own."""
+    if ins.opcode == "ld.local" and len(ins.defs) == 1:
+        value = ins.defs[0].name
+    elif ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+        value = ins.operands[1].name
+    else:
+        return False
+    return value in spills and isinstance(ins.operands[0], Imm) and ins.operands[0].text in slots
 
 
 def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:

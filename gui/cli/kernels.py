@@ -14,6 +14,15 @@ from pathlib import Path
 
 from engine.base.errors import RegtuneError
 from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS
+from gui.cli.common import (
+    admit_plan,
+    budget,
+    budget_of,
+    positive,
+    seconds,
+    setting,
+    workload_program,
+)
 from gui.cli.compare_output import FORMATS
 
 #: what the model rows of a compare table are
@@ -130,7 +139,6 @@ def cmd_build(args) -> int:
     from engine.base.files import write_files_atomic
     from engine.model.ilp import plan_ilp
     from gui.cli.compare_output import comparison, render
-    from gui.cli.main import _setting, admit_plan
     from gui.cli.progress import CommandProgress
 
     archs = _archs(args.arch)
@@ -146,7 +154,7 @@ def cmd_build(args) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return _failed_checks([(stem, m)], args)
-    header = f"{plan.allocator}{_setting(plan.workload, plan.options)}, budget {plan.budget}"
+    header = f"{plan.allocator}{setting(plan.workload, plan.options)}, budget {plan.budget}"
     print(render(comparison([(plan.allocator, m)], archs, [plan_ilp(plan)]), "table", header), end="")
     print(MODEL_NOTE)
     for arch in archs:
@@ -203,7 +211,6 @@ def cmd_compare(args) -> int:
     from engine.model.ilp import plan_ilp
     from engine.predict import planned_and_run
     from gui.cli.compare_output import comparison, parse_metrics, render
-    from gui.cli.main import _budget_of, _setting, admit_plan, workload_program
     from gui.cli.progress import CommandProgress
 
     archs = _archs(args.arch)
@@ -213,10 +220,10 @@ def cmd_compare(args) -> int:
     fmt = "json" if args.json else args.format
     program, workload, options = workload_program(args)
     extra = [_same_workload(p, admit_plan(p, args.time_limit).plan, workload, options) for p in args.plan or []]
-    budget = _budget_of(args)
+    budget = budget_of(args)
     plans = [(n, planned_and_run(allocate(n, program, budget), workload=workload, options=options))
              for n in _allocators(args.allocators)] + extra
-    header = f"{_setting(workload, options)[2:-1] or program.name}, budget {budget}; {', '.join(archs)}"
+    header = f"{setting(workload, options)[2:-1] or program.name}, budget {budget}; {', '.join(archs)}"
     columns = []
     try:
         with CommandProgress("compare") as progress:
@@ -246,7 +253,6 @@ def _same_workload(path: str, plan, workload: dict, options: dict) -> tuple[str,
     kernel of the same name); named with its own tile and schedule where they differ from the compared
     program's."""
     from engine.workloads import config_label
-    from gui.cli.main import _setting
 
     def key(w):
         return ("program", w.get("name")) if w.get("kind") == "program" else w
@@ -256,8 +262,8 @@ def _same_workload(path: str, plan, workload: dict, options: dict) -> tuple[str,
                            f"{config_label(workload)}: compare shows plans of one workload side by side "
                            "(give that plan a compare of its own)")
     name = Path(path).stem
-    own = _setting(plan.workload, plan.options)
-    return (name if own == _setting(workload, options) else f"{name}{own}"), plan
+    own = setting(plan.workload, plan.options)
+    return (name if own == setting(workload, options) else f"{name}{own}"), plan
 
 
 def unasked_spills(columns: list, archs) -> list[str]:
@@ -270,13 +276,11 @@ def unasked_spills(columns: list, archs) -> list[str]:
 
 def cmd_budget_sweep(args) -> int:
     from engine.model.arch import check_register_cap, load_arch
-    from gui.cli.main import admit_plan
     from kernels.pipeline import budget_sweep
 
     arch = load_arch(args.arch)
     if not 1 <= args.start <= args.stop <= MAX_REGISTERS:
         raise RegtuneError(f"--from/--to must satisfy 1 <= from <= to <= {MAX_REGISTERS}")
-    from gui.cli.main import _setting
     from gui.cli.progress import CommandProgress, Steps
     from kernels.pipeline import sweep_caps
 
@@ -293,7 +297,7 @@ def cmd_budget_sweep(args) -> int:
     if args.json:
         print(json.dumps({"arch": sweep.arch, "plan": args.plan, **sweep.to_dict()}, indent=1))
         return 0
-    print(f"{args.plan}: {plan.allocator}{_setting(plan.workload, plan.options)}, budget {plan.budget}, "
+    print(f"{args.plan}: {plan.allocator}{setting(plan.workload, plan.options)}, budget {plan.budget}, "
           f"on {sweep.arch}, {sweep.threads_per_block} threads per block")
     print(f"{'maxrregcount':>12} {'registers':>9} {'spill st B':>10} {'spill ld B':>10} {'stack B':>8} "
           f"{'warps':>5} {'occupancy':>9}")
@@ -319,7 +323,6 @@ def _sweep_mark(sweep, row) -> str:
 
 
 def _limit_flags(p, simulator: bool = True) -> None:
-    from gui.cli.main import positive, seconds
     from kernels.build import Limits
     from kernels.run import SIMULATOR_TIMEOUT_S
 
@@ -372,7 +375,6 @@ def _build_flags(p) -> None:
 
 def _compare_flags(p, workload_flags) -> None:
     from engine.alloc import ALLOCATORS
-    from gui.cli.main import budget
 
     archs = _build_archs()
     workload_flags(p)
@@ -395,7 +397,6 @@ def _compare_flags(p, workload_flags) -> None:
 
 def _budget_sweep_flags(p) -> None:
     from engine.model.arch import ARCHS, DEFAULT_ARCH
-    from gui.cli.main import budget
 
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")

@@ -24,138 +24,27 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from engine.base.errors import RegtuneError, VerificationError
-from engine.base.fields import digits, excerpt
+from engine.base.errors import RegtuneError
+from engine.base.fields import excerpt
 from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS
+from gui.cli.common import (
+    Parser,
+    admit_plan,
+    budget,
+    budget_of,
+    one_line,
+    positive,
+    seconds,
+    setting,
+    workload_flags,
+    workload_program,
+)
 from gui.cli.kernels import add_kernel_commands
 
 if TYPE_CHECKING:
     from engine.check.verify import ExecutionCheck
-    from engine.identity import IdentityProof
     from engine.ir.core import Program
     from engine.model.ilp import IlpFigures
-    from engine.plan import Plan
-
-
-def one_line(text: str, limit: int = 400) -> str:
-    """A message as one line of at most ``limit`` characters, control characters escaped."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in one line, like every other error."""
-
-    def error(self, message):
-        raise RegtuneError(f"{self.prog}: {message} (see --help)")
-
-
-def read_program(path: str) -> Program:
-    """Parse a program file, naming the file in every error."""
-    from engine.workloads.program import read
-
-    return read(path)[0]
-
-
-def budget(text: str) -> int:
-    """An argparse type: a register budget in 1..255 (NVIDIA's limit per thread)."""
-    if not digits(text.strip()) or not 1 <= int(text) <= MAX_REGISTERS:
-        raise argparse.ArgumentTypeError(f"a register budget is an integer in 1..{MAX_REGISTERS}, "
-                                         f"got {excerpt(text)}")
-    return int(text)
-
-
-def positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    if not digits(text.strip()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {excerpt(text)}")
-    return int(text)
-
-
-def seconds(text: str) -> float:
-    """An argparse type: a time limit in seconds, above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e7:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {excerpt(text)}")
-    return value
-
-
-def gemm_config(text: str) -> dict:
-    """``MxNxK`` (each 2..16) as a GEMM workload dict, e.g. ``8x8x8``."""
-    from engine.workloads.gemm import Gemm, parse_sizes
-
-    sizes = parse_sizes(text, 3, 2, 16)
-    if sizes is None:
-        raise RegtuneError(f"--gemm must be MxNxK with M, N, K in 2..16, e.g. 8x8x8; got {excerpt(text)}")
-    return Gemm(*sizes).as_dict()
-
-
-def _built_from_flags() -> list:
-    """The workloads a command builds from its name and flags (every registered one that has flags)."""
-    from engine.workloads import WORKLOADS
-
-    return [w for w in WORKLOADS.values() if w.flags]
-
-
-def workload_program(args) -> tuple[Program, dict, dict]:
-    """Program, workload and options from a file path or a workload's name (gemm, mha, ...) plus its flags.
-
-    Flags that leave the per-thread program as it is (another workload's
-    flags, a config field the program does not depend on, a strategy that
-    does nothing to it, ``--budget`` where only ``--tile fit`` reads it) are
-    named in one line on stderr (:func:`gui.cli.effects.no_effect_line`).
-    """
-    from engine.workloads import WORKLOADS, workload_named
-    from engine.workloads.program import read
-    from gui.cli.effects import no_effect_line
-
-    given = set(getattr(args, "given", ()))
-    w = WORKLOADS.get(args.source)
-    if w is None or not w.flags:
-        program, config = read(args.source)
-        _note(no_effect_line(args, given, None, None, {}))
-        return program, workload_named("program").to_dict(config), {}
-    values = {**{f.dest: f.default for f in w.flags}, **vars(args)}
-    missing = [f.name for f in w.flags if f.required and values.get(f.dest) is None]
-    if missing:
-        raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
-    config, options = w.from_flags(values)
-    options = {**options, "budget": _budget_of(args)}
-    program, built = w.build(config, options)
-    _note(no_effect_line(args, given, w, config, options, program))
-    return program, w.to_dict(config), built
-
-
-def _budget_of(args) -> int:
-    return MAX_REGISTERS if getattr(args, "budget", None) is None else args.budget
-
-
-def _note(line: str) -> None:
-    if line:
-        print(f"regtune: note: {line}", file=sys.stderr, flush=True)
-
-
-class _Given(argparse.Action):
-    """Stores a workload flag's value and remembers that the user gave it (``args.given``)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
-        namespace.given = [*getattr(namespace, "given", []), self.dest]
-
-
-def _workload_flags(p) -> None:
-    names = " / ".join(f"'{w.name}'" for w in _built_from_flags())
-    p.add_argument("source", help=f"program file in RegTune's IR text form, or {names} with the flags below")
-    for w in _built_from_flags():
-        g = p.add_argument_group(w.title)
-        for f in w.flags:
-            if f.switch:
-                g.add_argument(f.name, dest=f.dest, action=_Given, nargs=0, default=bool(f.default), help=f.help)
-            else:
-                g.add_argument(f.name, dest=f.dest, action=_Given, type=f.type, default=f.default, help=f.help)
 
 
 def ilp_summary(f: IlpFigures) -> dict:
@@ -193,14 +82,6 @@ def analysis_summary(program: Program, arch: str | None = None) -> dict:
     }
 
 
-def _setting(workload: dict, options: dict) -> str:
-    """`` (gemm 8x8x8, tile 4x4, schedule k-outer)`` after a name; nothing for a program file (its kernel
-    name is all there is to say)."""
-    from engine.workloads import setting_label
-
-    return f" ({setting_label(workload, options)})" if workload and workload.get("kind") != "program" else ""
-
-
 def _default_arch() -> str:
     from engine.model.arch import DEFAULT_ARCH
 
@@ -213,7 +94,7 @@ def cmd_analyze(args) -> int:
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
-    print(f"{s['kernel']}{_setting(workload, options)}: {s['instructions']} instructions in {s['blocks']} blocks, "
+    print(f"{s['kernel']}{setting(workload, options)}: {s['instructions']} instructions in {s['blocks']} blocks, "
           f"{s['values']} values (+{s['predicates']} predicates)")
     print(f"MAXLIVE {s['maxlive']} registers at instruction {s['peak_instruction']}: {s['peak_text']}")
     print(f"interference graph: {s['interference']['nodes']} nodes, {s['interference']['edges']} edges")
@@ -235,7 +116,7 @@ def _plan_line(plan) -> str:
     peak = p.get("peak_with_spill_code", p["maxlive"])
     with_spills = f" (peak with spill code {peak})" if peak != p["maxlive"] else ""
     f = plan_ilp(plan)
-    return (f"{plan.allocator}{_setting(plan.workload, plan.options)}: {p['registers']} registers of {plan.budget}, "
+    return (f"{plan.allocator}{setting(plan.workload, plan.options)}: {p['registers']} registers of {plan.budget}, "
             f"MAXLIVE {p['maxlive']}{with_spills}, {p['spilled_values']} spilled values "
             f"({p['spill_stores']} stores, {p['spill_loads']} loads), "
             f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
@@ -246,15 +127,15 @@ def cmd_allocate(args) -> int:
     from engine.alloc import allocate, check_allocator
     from engine.base.files import check_writable
     from engine.check.verify import ReferenceRuns, verify_execution
-    from engine.predict import planned_and_run
     from engine.planfile import check_plan, write_plan
+    from engine.predict import planned_and_run
     from engine.workloads import input_model
 
     check_allocator(args.allocator)
     check_writable(args.out, "--out")
     program, workload, options = workload_program(args)
     runs = ReferenceRuns()      # the figures' reference runs, shared with the check
-    allocation = allocate(args.allocator, program, _budget_of(args))
+    allocation = allocate(args.allocator, program, budget_of(args))
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
     prove(plan, f"allocate --allocator {args.allocator}")
@@ -324,24 +205,6 @@ def claims(admitted) -> list[tuple[str, str]]:
     return admitted.claims(ALLOCATION_PROOF, execution_summary(admitted.check, admitted.plan.program))
 
 
-def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
-    """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
-    every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.planfile.load_plan`),
-    proved by the symbolic checker, proved to be its workload's program and its execution check passed
-    (:func:`engine.admit.admit`; the execution check within ``check_seconds``), and a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
-    error: its :class:`engine.admit.Admission`. The execution check draws its inputs from the plan's workload
-    (:func:`engine.workloads.input_model`)."""
-    from engine.admit import admit
-    from kernels.codegen import KernelError, kernel_source
-
-    admitted = admit(path, check_seconds)
-    try:
-        kernel_source(admitted.plan)
-    except KernelError as exc:
-        raise KernelError(f"{path}: a valid allocation, but no kernel can be written from it: {exc}") from None
-    return admitted
-
-
 def check_report(path: str, admitted) -> dict:
     """What ``check`` found, JSON-ready: the plan, and each claim with what it covers."""
     from engine.plan import registers_used
@@ -371,7 +234,7 @@ def cmd_check(args) -> int:
         print(json.dumps(check_report(args.plan, admitted), indent=1))
         return 0
     used = registers_used(plan.assignment)
-    print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}{_setting(plan.workload, plan.options)}: "
+    print(f"{args.plan}: valid {plan.allocator} plan for {plan.program.name}{setting(plan.workload, plan.options)}: "
           f"{used} registers of {plan.budget}, {len(plan.spills)} spilled values")
     for claim, text in claims(admitted):
         print(f"  {claim}: {text}")
@@ -470,8 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``regtune`` parser: every command listed, none filled in until it is chosen (:class:`Commands`)."""
     from engine.workloads import WORKLOADS
 
-    parser = _Parser(prog="regtune", description="Register allocation workbench for GPU kernels.")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND", action=Commands)
+    parser = Parser(prog="regtune", description="Register allocation workbench for GPU kernels.")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND", action=Commands)
     spaces = {name: len(w.configs()) for name, w in WORKLOADS.items() if w.example is not None}
     sub.command("configs", "list a config space (" + "; ".join(f"{name}: {count:,}" for name, count in spaces.items())
                 + ")", lambda p: _configs_flags(p, list(spaces)))
@@ -481,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("occupancy", "active warps per SM for a register count", _occupancy_flags)
     sub.command("report", CLAIMS, _report_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
-    add_kernel_commands(sub, _workload_flags)
+    add_kernel_commands(sub, workload_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
     sub.command("screenshot", "render the window offscreen to a PNG", _screenshot_flags)
     parser.add_argument("--version", action=_Version)
@@ -496,14 +359,14 @@ def _configs_flags(p, spaces: list) -> None:
 
 
 def _program_flags(p) -> None:
-    _workload_flags(p)
+    workload_flags(p)
     p.add_argument("--budget", type=budget, default=None,
                    help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.set_defaults(func=cmd_program)
 
 
 def _analyze_flags(p) -> None:
-    _workload_flags(p)
+    workload_flags(p)
     p.add_argument("--budget", type=budget, default=None,
                    help="1..255: the budget 'gemm --tile fit' fits the tile to (no other effect on the program)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -513,7 +376,7 @@ def _analyze_flags(p) -> None:
 def _allocate_flags(p) -> None:
     from engine.alloc import ALLOCATORS
 
-    _workload_flags(p)
+    workload_flags(p)
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="registers per thread, 1..255 (default 255)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")

@@ -1,5 +1,5 @@
 """The window's document, Qt-free: the session, its current plan, the selection, plan-list operations,
-hand edits (through engine.alloc.edits) and the current plan's conflicts; every change emits an event.
+hand edits (through engine.alloc.hand) and the current plan's conflicts; every change emits an event.
 
 Invariant: the session changes only through the ``set_*``, ``select*``,
 ``reject`` and ``replace_session`` methods (each undo command's redo/undo is
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from engine.alloc.edits import (
+from engine.alloc.hand import (
     Assign,
     EditResult,
     Move,

@@ -27,9 +27,9 @@ from engine.base.errors import RegtuneError
 from engine.base.files import read_text, write_text_atomic
 from engine.base.jobs import NullProgress, Progress
 from engine.model.arch import DEFAULT_ARCH
-from engine.predict import planned, predict
 from engine.plan import Plan
 from engine.planfile import plan_from_dict, plan_to_dict
+from engine.predict import predict, predicted_plan
 from engine.workloads import WORKLOADS, check_workload
 from engine.workloads import build_workload as _build
 
@@ -103,7 +103,7 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
             from engine.base.jobs import Cancelled
 
             raise Cancelled("allocation cancelled")
-        plans[name] = planned(allocate(name, program, budget),
+        plans[name] = predicted_plan(allocate(name, program, budget),
                               workload=wl, options={**built, "arch": options.get("arch", DEFAULT_ARCH)})
     progress.advance(len(ALLOCATOR_ORDER), len(ALLOCATOR_ORDER))
     return plans

@@ -32,9 +32,6 @@ from gui.qt.qt_timeline import QtTimeline
 from kernels.control import ControlError
 from kernels.report import Column, compare_rows
 
-#: the architectures the views show: those a build measures
-ARCHS = DEFAULT_BUILD_ARCHS
-
 
 MODEL_NOTE = ("The (model) rows come from engine/model/ilp.py's dependence-graph model on the plan's arch latencies: "
               "a model, not a measurement. The model time rows come from engine/model/timemodel.py (issue cycles, "
@@ -86,7 +83,7 @@ class QtComparePanel(QWidget):
         built yet); ``models``: name -> engine.model.ilp.IlpFigures, or why there are none (the two model rows)."""
         names = list(planned)
         columns = [Column(planned[name], measurements.get(name)) for name in names]
-        rows = [(label, better, [get(c) for c in columns]) for label, better, get in compare_rows(ARCHS)]
+        rows = [(label, better, [get(c) for c in columns]) for label, better, get in compare_rows(DEFAULT_BUILD_ARCHS)]
         rows += model_rows([(models or {}).get(name, "not computed") for name in names])
         self.table.clear()
         self.table.setRowCount(len(rows))
@@ -144,7 +141,7 @@ class QtSassView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.arch = QComboBox()
-        self.arch.addItems(list(ARCHS))
+        self.arch.addItems(list(DEFAULT_BUILD_ARCHS))
         self.arch.currentTextChanged.connect(lambda _: self.refresh())
         self.caption = QLabel("Build & measure (Ctrl+B) to see what ptxas made of the current plan.")
         self.caption.setWordWrap(True)

@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.admit import admit
-from engine.alloc.edits import Assign, Move, Spill, Unspill
+from engine.alloc.hand import Assign, Move, Spill, Unspill
 from engine.base.errors import RegtuneError
 from engine.base.files import write_text_atomic
 from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS

@@ -68,10 +68,10 @@ def constants(plan, trips: dict) -> dict:
     from engine.check.inputs import Input
     from engine.workloads import workload_named
     from engine.workloads.program import ProgramFile
-    from kernels.codegen import without_spill_code
+    from engine.ir.spill import remove_spill_code
 
     lo, hi = workload_named("program").input_model(ProgramFile(), {}).range_of(Input("size"))
-    spill_code = len(plan.program.instructions) - len(without_spill_code(plan).program.instructions)
+    spill_code = len(plan.program.instructions) - len(remove_spill_code(plan.program, plan.spills).instructions)
     return {"BLOCKS": RUN_BLOCKS, "ARRAY_ELEMENTS": RUN_ARRAY_ELEMENTS, "SIZE_LO": int(lo), "SIZE_HI": int(hi),
             "SEEDS": RUN_SEEDS, "SPILL_INSTRUCTIONS": spill_code}
 

@@ -36,7 +36,7 @@ def _drawn(app, window) -> None:
 
 
 def measure(app, workload: dict, options: dict, repeat: int) -> dict:
-    from engine.alloc.edits import Assign, Move, apply_edit
+    from engine.alloc.hand import Assign, Move, apply_edit
     from engine.analysis.liveness import analyze
     from engine.check.verify import static_conflicts
     from gui.model.session import DEFAULT_OPTIONS, allocate_all

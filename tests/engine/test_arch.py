@@ -12,7 +12,7 @@ from engine.model.arch import (
     next_register_step,
     occupancy,
 )
-from engine.predict import planned
+from engine.predict import predicted_plan
 
 
 def test_every_arch_loads_with_the_register_file_of_all_recent_gpus():
@@ -76,7 +76,7 @@ def test_plans_predict_bank_conflicts_under_their_arch():
     from engine.workloads.gemm import Gemm, build_gemm
 
     program, _ = build_gemm(Gemm(4, 4, 4))
-    plan = planned(allocate("dsatur", program))
+    plan = predicted_plan(allocate("dsatur", program))
     expected, _ = bank_conflicts(plan.program, plan.assignment, load_arch("sm_80").bank_model)
     assert plan.predicted["bank_conflicts"] == expected > 0
     assert plan.predicted["bank_model"] == "sm_80: two-banks-two-reads"

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.alloc import allocate
-from engine.alloc.edits import (
+from engine.alloc.hand import (
     Assign,
     Move,
     Spill,

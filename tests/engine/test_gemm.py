@@ -10,7 +10,7 @@ from engine.base.errors import RegtuneError
 from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.predict import planned
+from engine.predict import predicted_plan
 from engine.workloads.gemm import (
     SCHEDULES,
     Gemm,
@@ -35,7 +35,7 @@ def test_sampled_configs_parse_back_and_verify_under_every_allocator(w):
     program, options = build_gemm(w)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = planned(allocate(name, program, 255))
+        plan = predicted_plan(allocate(name, program, 255))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0, 1))
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.alloc import allocate
-from engine.alloc.edits import Move, apply_edit, move_problem
+from engine.alloc.hand import Move, apply_edit, move_problem
 from engine.analysis.dependence import dependence, reordering_problem, widths_of
 from engine.base.errors import PlanError, VerificationError
 from engine.check.verify import static_conflicts
@@ -268,7 +268,7 @@ def test_a_move_that_only_spill_code_allows_is_refused_so_every_legal_edit_still
     """Review of issue 19: with %tk spilled, a reload %tk.rK and the later definition %tk.dK are two names, so
     the moves below kept every dependence of the program with spill code, but not of the program without it
     (one %tk), and the plan they made was refused by check and Open. The window refuses the second move."""
-    from engine.alloc.edits import Spill
+    from engine.alloc.hand import Spill
     from engine.workloads import build_workload as build
 
     program, workload, options = build({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4}, {})

@@ -8,7 +8,7 @@ from engine.base.errors import RegtuneError
 from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.predict import planned
+from engine.predict import predicted_plan
 from engine.workloads.mha import (
     GROUPS,
     HEAD_DIMS,
@@ -57,7 +57,7 @@ def test_programs_parse_back_and_verify_under_every_allocator(strategies):
     program, _ = build_mha(Mha(16, 1, 32, 2), strategies, bc=4)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = planned(allocate(name, program, 64))
+        plan = predicted_plan(allocate(name, program, 64))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0,))
 

@@ -13,9 +13,9 @@ from engine.base.errors import InterpreterError, RegtuneError
 from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.predict import planned, planned_and_run
 from engine.plan import Plan
 from engine.planfile import FORMAT, load_plan, plan_from_dict, plan_to_dict, write_plan
+from engine.predict import planned_and_run, predicted_plan
 from tests.engine.strategies import examples, programs
 from tests.engine.test_ir import DESIGN_EXAMPLE
 
@@ -189,7 +189,7 @@ def test_fuzzed_program_texts_parse_or_raise_a_regtune_error(program, at, insert
     assert parse(print_program(parsed)) == parsed
     if _undefined(parsed):
         return
-    plan = planned(allocate("linear-scan", parsed, 16))
+    plan = predicted_plan(allocate("linear-scan", parsed, 16))
     try:
         verify_execution(plan.program, plan.assignment, plan.spills, max_steps=20_000)
     except InterpreterError as exc:  # a mutation can make a loop endless: a named error, not a crash

@@ -148,7 +148,7 @@ def test_executed_spill_figures_come_from_a_run_that_enters_the_body():
 
 
 def test_a_schedule_edit_is_proved_its_workloads_program_and_a_changed_operation_is_not():
-    from engine.alloc.edits import Move, apply_edit, move_problem
+    from engine.alloc.hand import Move, apply_edit, move_problem
     from engine.base.errors import VerificationError
     from engine.identity import prove_identity
 

@@ -128,7 +128,7 @@ def test_fail_on_spill_names_ptxas_own_spills_at_the_cap_on_stderr():
     import dataclasses
 
     from engine.alloc import allocate
-    from engine.predict import planned
+    from engine.predict import predicted_plan
     from engine.workloads.gemm import Gemm, build_gemm
     from gui.cli.kernels import unasked_spills
     from kernels.pipeline import measure
@@ -136,7 +136,7 @@ def test_fail_on_spill_names_ptxas_own_spills_at_the_cap_on_stderr():
     from kernels.toolchain import ptxas
 
     program, options = build_gemm(Gemm(8, 8, 8))
-    plan = planned(allocate("dsatur", program, 255), workload={"kind": "gemm", "m": 8, "n": 8, "k": 8},
+    plan = predicted_plan(allocate("dsatur", program, 255), workload={"kind": "gemm", "m": 8, "n": 8, "k": 8},
                    options=options)
     m = measure(plan, ("sm_80",), skip_simulator="not needed here")
     assert not plan.spills and unasked_spills([("dsatur", m)], ["sm_80"]) == []

@@ -11,7 +11,7 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.alloc.edits import Move
+from engine.alloc.hand import Move
 from engine.analysis.liveness import analyze
 from engine.planfile import load_plan, plan_to_dict
 from gui.model.session import autosave_path

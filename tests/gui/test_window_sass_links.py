@@ -13,7 +13,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.alloc.edits import Move
+from engine.alloc.hand import Move
 from engine.analysis.liveness import analyze
 from gui.qt.qt_compare import QtSassView
 from gui.qt.qt_main_window import QtMainWindow

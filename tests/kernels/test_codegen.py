@@ -13,7 +13,7 @@ from importlib.resources import files
 import pytest
 
 from engine.alloc import ALLOCATORS, allocate
-from engine.alloc.edits import Move, apply_edit
+from engine.alloc.hand import Move, apply_edit
 from engine.ir.core import Block, Imm, replace_blocks
 from engine.ir.parser import parse
 from engine.ir.rules import shape_of
@@ -388,7 +388,7 @@ def test_every_allocators_plan_of_the_examples_and_workloads_loads_and_gets_a_ke
 def test_a_spilled_f16_pair_is_two_halves_of_its_slot_and_compiles():
     """An allocator spills f16x2 values (MHA's fp16-softmax at budget 40): a pair is two float16 cells, not a tuple
     in a float32 array, which NVVM refused."""
-    from engine.alloc.edits import Spill
+    from engine.alloc.hand import Spill
 
     program = parse(".kernel k\n.block entry\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n"
                     "  %h:f16x2 = cvt.rn.f16x2.f32 %x, %x\n  %y:f32 = ld.global %pa, 4\n"

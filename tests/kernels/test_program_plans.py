@@ -12,7 +12,7 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
-from engine.alloc.edits import Spill, apply_edit
+from engine.alloc.hand import Spill, apply_edit
 from engine.check.symbolic import check_allocation
 from engine.ir.core import Imm, Instruction, replace_blocks
 from engine.ir.parser import parse

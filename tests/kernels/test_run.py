@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.alloc import ALLOCATORS
-from engine.alloc.edits import Assign, Move, Spill, apply_edit
+from engine.alloc.hand import Assign, Move, Spill, apply_edit
 from engine.base.jobs import Cancelled
 from kernels.measurement import GpuRun, SimulatorCheck, Unavailable
 from kernels.run import run_on_gpu, run_worker, simulate

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.alloc.edits import Assign, Move, Spill
+from engine.alloc.hand import Assign, Move, Spill
 from engine.check.verify import static_conflicts
 from engine.planfile import plan_to_dict
 from gui.model.document import MEMO_LIMIT, Document

@@ -5,7 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.alloc.edits import Assign, apply_edit
+from engine.alloc.hand import Assign, apply_edit
 from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
 from gui.model.graph import (

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.alloc.edits import Assign, apply_edit
+from engine.alloc.hand import Assign, apply_edit
 from engine.analysis.liveness import analyze
 from gui.model.registers import free_registers, parse_registers, register_text
 
