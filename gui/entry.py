@@ -52,7 +52,7 @@ def _mha_config(args) -> tuple[dict, dict]:
 def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
     from engine.base.errors import RegtuneError
     from engine.workloads import workload_named
-    from gui.cli.main import gemm_config
+    from gui.cli.common import gemm_config
 
     mha_flags = [f.name for f in workload_named("mha").flags
                  if not f.switch and getattr(args, f.dest) not in (None, f.default)]

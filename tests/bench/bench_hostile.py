@@ -1,4 +1,4 @@
-"""Benchmark: every hostile or faulty input (tests/gui/hostile_cases.py) as the installed command runs it.
+"""Benchmark: every hostile or faulty input (tests/gui/cli/hostile_cases.py) as the installed command runs it.
 
 Each case runs as its own ``regtune`` process, ``--repeat`` times; the
 figures per case are the median wall time and the largest peak memory
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.gui.hostile_cases import all_cases, good_plan
+from tests.gui.cli.hostile_cases import all_cases, good_plan
 
 REGTUNE = os.path.join(os.path.dirname(sys.executable), "regtune")
 

@@ -1,7 +1,7 @@
 """Instructions for the parser's rules (engine/ir/rules.py): lines it refuses with their reason, lines it takes.
 
 Shared by tests/engine/test_ir.py (parse), tests/kernels/test_codegen.py (a kernel module is written from
-every line taken, and NVVM compiles it) and tests/gui/hostile_cases.py (every command refuses the issue's
+every line taken, and NVVM compiles it) and tests/gui/cli/hostile_cases.py (every command refuses the issue's
 cases in the same words). Each line is tried in :data:`RULES_BASE`, where it is line 9.
 """
 

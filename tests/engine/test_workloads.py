@@ -1,7 +1,6 @@
 """The workload registry: every workload keeps the protocol, and a third one added by a test alone runs the
 whole pipeline (analyze, allocate, check, kernel source, NVVM + ptxas build) without touching other code."""
 
-import json
 from dataclasses import dataclass
 
 import pytest
@@ -163,31 +162,17 @@ def dot():
     assert "dot" not in WORKLOADS and "dot" not in HARNESSES
 
 
-def _allocated(tmp_path, capsys, length=5):
-    from gui.cli.main import main
+def _allocated(tmp_path, capsys=None, length=5):
+    """The toy workload's dsatur plan at budget 24, written as a plan file (the engine's own path: registry,
+    allocator, figures, plan file)."""
+    from engine.alloc import allocate
+    from engine.planfile import write_plan
+    from engine.predict import planned_and_run
+    from engine.workloads import build_workload
 
-    out = tmp_path / "dot.json"
-    assert main(["allocate", "dot", "--length", str(length), "--allocator", "dsatur", "--budget", "24",
-                 "--out", str(out)]) == 0
-    assert "execution check (sampled): the same stores on" in capsys.readouterr().out
-    return out
-
-
-def test_a_toy_workload_runs_analyze_allocate_and_check_through_the_registry(dot, tmp_path, capsys):
-    from gui.cli.main import admit_plan, main
-
-    assert main(["analyze", "dot", "--length", "5", "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["kernel"] == "dot_n5" and summary["maxlive"] >= 7   # 4 pointers (2 registers each) + acc
-    assert main(["analyze", "dot"]) == 2 and "dot needs --length" in capsys.readouterr().err
-    assert main(["configs", "dot", "--count"]) == 0 and capsys.readouterr().out == "7\n"
-    path = _allocated(tmp_path, capsys)
-    admitted = admit_plan(str(path))
-    plan, check = admitted.plan, admitted.check
-    assert admitted.identity.label == "dot 5" and admitted.identity.moved == 0
-    assert check.verified and check.stores > 0 and plan.workload == {"kind": "dot", "length": 5}
-    assert main(["check", str(path)]) == 0 and "kernel module: can be generated" in capsys.readouterr().out
-    assert config_label(plan.workload) == "dot 5" and parse_config_label("dot 5") == plan.workload
+    program, workload, options = build_workload({"kind": "dot", "length": length}, {})
+    plan = planned_and_run(allocate("dsatur", program, 24), workload=workload, options=options)
+    return write_plan(plan, tmp_path / "dot.json")
 
 
 def test_a_toy_workload_gets_its_harness_in_the_kernel_module_and_is_gone_after(dot, tmp_path, capsys):

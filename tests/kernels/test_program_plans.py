@@ -4,7 +4,6 @@ its exported kernel run on its own, and broken spill code caught by the comparis
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import subprocess
@@ -18,13 +17,11 @@ from engine.ir.core import Imm, Instruction, replace_blocks
 from engine.ir.parser import parse
 from engine.plan import Plan
 from engine.planfile import load_plan
-from gui.cli.main import main
 from kernels import codegen
 from kernels.codegen import kernel_source, without_spill_code
 from kernels.harness import HARNESSES, MARKER
 from kernels.harness import program as program_harness
-from kernels.measurement import Measurement, SimulatorCheck
-from kernels.report import Column, compare_rows, planned
+from kernels.measurement import SimulatorCheck
 from kernels.run import simulate
 from kernels.templates import template_text
 from tests.kernels.conftest import gemm_plan
@@ -38,42 +35,18 @@ EQUAL = re.compile(r"plan's spill code vs compiler spills \(the program without 
 
 
 def _example_plan(tmp_path) -> Path:
-    path = tmp_path / "plan.json"
-    assert main(["allocate", EXAMPLE, "--allocator", "naive", "--budget", "6", "--out", str(path)]) == 0
-    return path
+    """The README's example as ``regtune allocate ... --allocator naive --budget 6`` writes it (the engine's
+    path; tests/gui/cli/test_cli_program_plans.py runs the command itself)."""
+    from engine.alloc import allocate
+    from engine.planfile import write_plan
+    from engine.predict import planned_and_run
+    from engine.workloads import workload_named
+    from engine.workloads.program import read
 
-
-def test_the_readme_example_builds_and_its_spill_code_is_checked_in_the_simulator(tmp_path, capsys):
-    plan_path = _example_plan(tmp_path)
-    plan = load_plan(str(plan_path))
-    assert plan.spills, "the README's example at budget 6 spills: that is what it shows"
-    capsys.readouterr()
-    out = tmp_path / "out"
-    assert main(["build", str(plan_path), "--arch", "sm_80", "--out-dir", str(out)]) == 0
-    printed = capsys.readouterr().out
-    report = json.loads((out / "naive-plan.report.json").read_text())
-    sim = report["simulator"]
-    assert sim["ok"] is True and sim["runs"] == 3 and sim["tolerance"] == 0.0, sim
-    assert "reference" not in sim                   # no numpy reference for a program file: none claimed
-    found = EQUAL.fullmatch(sim["spill_code"])
-    assert found, sim["spill_code"]
-    elements, written = (int(g.replace(",", "")) for g in found.groups())
-    assert elements == 3 * 3 * (1 << 16) and written >= 3     # three arrays; C[0] written on each run
-    assert "plan's spill code vs compiler spills" in printed and "AttributeError" not in printed
-    # 6 registers against the program's MAXLIVE of 8: the plan spills, it leaves no negative "slack"
-    said = report["sass"]["sm_80"]["explanation"][0]
-    assert said.startswith("planned registers 6 vs MAXLIVE 8: the plan spills 9 value(s) to local memory"), said
-    assert str(SimulatorCheck.from_dict(sim)) == "ok: " + sim["spill_code"]
-    # the window's compare row reads the same typed field through the same rows as the command's table
-    row = next(get for label, _, get in compare_rows(("sm_80",)) if label == "simulator check")
-    assert row(Column(planned(plan, "sm_80"), Measurement.from_dict(report))) == "ok: " + sim["spill_code"]
-
-    # the exported module runs on its own (numpy and numba, not RegTune) and makes the same comparison
-    done = _run_module((out / "naive-plan.py").read_text(), tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = done.stdout.strip()
-    assert line.startswith("gemm_m1n1k2 (numba's simulator): plan's spill code vs compiler spills"), line
-    assert "3 runs on the same seeded inputs (seeds 0..2): all 589,824 array elements equal bit for bit" in line
+    program, config = read(EXAMPLE)
+    plan = planned_and_run(allocate("naive", program, 6), workload=workload_named("program").to_dict(config),
+                           options={})
+    return write_plan(plan, tmp_path / "plan.json")
 
 
 def _broken(plan: Plan) -> tuple[Plan, int]:

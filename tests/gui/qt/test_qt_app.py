@@ -18,9 +18,9 @@ from gui.entry import command
 from gui.model.session import autosave_path
 from gui.qt.qt_app import NOISE, drop_noise
 from gui.qt.qt_main_window import QtMainWindow
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gui.test_hostile_inputs import _interruptible
+from tests.gui.cli.test_hostile_inputs import _interruptible
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HEAVY = {"numpy", "networkx", "numba", "PySide6"}
 #: what the installed console script runs (a file, as ``regtune`` is; see the Ctrl+C test for why not ``-m``)
 SCRIPT = "import sys; from gui.entry import main; sys.exit(main())"

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.model.ilp import plan_ilp
 from gui.model.timeline import CRITICAL_LABEL, critical_path_points
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
 
 @pytest.fixture(autouse=True)

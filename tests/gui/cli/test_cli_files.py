@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from gui.cli.main import main
-from tests.gui.hostile_cases import good_plan
+from tests.gui.cli.hostile_cases import good_plan
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Hung(Exception):

@@ -3,7 +3,7 @@
 Each case is a function ``(folder, marker) -> (argv, outputs)``: it writes
 what it needs into ``folder`` and returns the command line and the output
 paths that must not exist afterwards. A payload that ran would create
-``marker``. Shared by tests/gui/test_hostile_inputs.py (which asserts exit
+``marker``. Shared by tests/gui/cli/test_hostile_inputs.py (which asserts exit
 2, one line on stderr, no marker, no partial file) and
 tests/bench/bench_hostile.py (which measures each case's time and memory).
 """

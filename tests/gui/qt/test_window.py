@@ -16,7 +16,7 @@ from engine.analysis.liveness import analyze
 from engine.planfile import load_plan, plan_to_dict
 from gui.model.session import autosave_path
 from gui.qt.qt_main_window import QtMainWindow
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QToolBar
 from engine.alloc.hand import Move
 from gui.model.registers import natural_key
 from gui.qt.qt_main_window import QtMainWindow
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
 
 @pytest.fixture(autouse=True)

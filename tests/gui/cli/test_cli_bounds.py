@@ -14,7 +14,7 @@ from engine.base.limits import MAX_INTERFERENCE_EDGES
 from engine.planfile import FORMAT, VERSION
 from tests.bench.programs import HUGE_GRAPH, long_loop, many_loops, sliding_window
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def regtune(*args, timeout=120):

@@ -1,4 +1,4 @@
-"""Hostile and faulty inputs (tests/gui/hostile_cases.py): nothing runs, nothing is left half-written,
+"""Hostile and faulty inputs (tests/gui/cli/hostile_cases.py): nothing runs, nothing is left half-written,
 and each gets exactly one line on stderr and exit status 2, before any real work.
 
 The cases run in this process through :func:`gui.cli.main` (a build's compile would run in its worker
@@ -18,7 +18,7 @@ import pytest
 from engine.planfile import plan_from_dict
 from gui.entry import command as main
 from tests.engine.rule_cases import ISSUE_CASES, REFUSED_LINES
-from tests.gui.hostile_cases import EXAMPLE, all_cases, good_plan, with_line
+from tests.gui.cli.hostile_cases import EXAMPLE, all_cases, good_plan, with_line
 
 CASES = all_cases()
 

@@ -27,9 +27,9 @@ from gui.model.graph import (
 )
 from gui.qt.qt_graph import QtInterferenceGraph
 from tests.bench.programs import straight_line
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

@@ -85,7 +85,7 @@ def test_top_level_version_and_help_ranges():
 
 
 def test_check_json_says_what_was_checked_and_covered(tmp_path):
-    loop = os.path.join(os.path.dirname(__file__), "..", "..", "resources", "examples", "gemm_m1n1k2_loop.txt")
+    loop = os.path.join(os.path.dirname(__file__), "..", "..", "..", "resources", "examples", "gemm_m1n1k2_loop.txt")
     out = tmp_path / "p.json"
     assert regtune("allocate", loop, "--allocator", "dsatur", "--budget", "6", "--out", str(out)).returncode == 0
     r = regtune("check", str(out), "--json")
@@ -107,7 +107,7 @@ def test_doctor_json_names_the_real_tools():
 def test_report_names_the_design_note_and_never_a_seed():
     text = regtune("report", "--help").stdout
     assert "design note this tool started from" in " ".join(text.split()) and "seed" not in text
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
     assert "regtune report claims" in readme and "seed" not in readme.lower().replace("seeds", "")
 
 

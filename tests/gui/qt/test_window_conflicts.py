@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 from engine.alloc.hand import Assign
 from engine.analysis.liveness import analyze
 from gui.qt.qt_timeline import CONFLICT_COLOUR
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 
 
 @pytest.fixture(autouse=True)
