@@ -63,3 +63,18 @@ def test_ctrl_c_while_the_modules_load_is_one_line(after):
     assert "Fatal Python error" not in rest and "Traceback" not in rest, rest[-3000:]
     assert len(lines) == 1 and lines[0].startswith("regtune: interrupted (Ctrl+C)"), lines[:40]
     assert proc.returncode == 130 and out == ""
+
+
+@pytest.mark.parametrize("argv, absent", [
+    (["configs", "gemm", "--count"], HEAVY | {"kernels"}),
+    (["occupancy", "--regs", "64", "--threads", "128"], HEAVY | {"kernels"}),
+    (["analyze", "gemm", "--m", "2", "--n", "2", "--k", "2"], {"numba", "PySide6", "pyqtgraph", "kernels"}),
+])
+def test_each_command_imports_only_what_it_uses(argv, absent):
+    """A command that needs no kernel imports neither kernels/ nor numba; one that needs no program imports
+    neither numpy nor networkx."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "gui.entry", *argv], capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = imported(r.stderr)
+    assert "engine" in names and not names & absent, sorted(names & absent)
