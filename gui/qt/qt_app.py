@@ -144,6 +144,7 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
             window.jobs.wait(10000)
             raise
     window.flush()
+    window.live.now()                  # the live ptxas figures of the plan shown, as the window has them
     window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
     window.show()
     for _ in range(5):

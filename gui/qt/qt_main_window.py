@@ -68,6 +68,7 @@ from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
 from gui.qt.qt_document import QtDocument
 from gui.qt.qt_graph import QtInterferenceGraph
 from gui.qt.qt_jobs import QtJobRunner
+from gui.qt.qt_live import LiveFigures, QtLiveFigures
 from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyPanel
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
@@ -136,6 +137,7 @@ class QtMainWindow(QMainWindow):
         self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
         self._build_widgets()
+        self.live = LiveFigures(self, self.live_panel, DEFAULT_BUILD_ARCHS, enabled=start_jobs)
         self._build_actions()
         self._connect()
         notifications.subscribe(self._notified)
@@ -198,6 +200,8 @@ class QtMainWindow(QMainWindow):
         layout.addWidget(scroll, 5)          # the checked workload's fields and the options, unscrolled at 1500x950
         layout.addWidget(QLabel("Plans"))
         layout.addWidget(self.plans_list, 3)
+        self.live_panel = QtLiveFigures()
+        layout.addWidget(self.live_panel)
         docks = []
         for widget, title, area in ((left, "Workload and plans", Qt.DockWidgetArea.LeftDockWidgetArea),
                                     (self.side_tabs, "Details", Qt.DockWidgetArea.RightDockWidgetArea),
@@ -359,6 +363,7 @@ class QtMainWindow(QMainWindow):
         self.status_text.setText(self.status_line())
         self.status_text.setToolTip(self.status_text.text())
         self._show_sass_of_current()
+        self.live.plan_changed()
 
     def _show_conflicts(self, conflicts) -> None:
         """List the conflicts; a plan that turns broken (or an edit refused) brings the Conflicts tab forward,
@@ -732,6 +737,10 @@ class QtMainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:
         self.jobs.cancel_all()
+        self.live.enabled = False
+        self.live.timer.stop()
+        self.live.jobs.cancel_all()
+        self.live.wait(5000)
         if "kernels.run" in sys.modules:        # builds still running: their workers go with the window
             sys.modules["kernels.run"].stop_workers()
         self.jobs.wait(5000)
