@@ -28,7 +28,7 @@ from engine.base.limits import MAX_REGISTERS, MAX_SPILL_SLOT
 from engine.check.verify import first_conflicts
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.plan import Plan
+from engine.plan import Figures, Plan
 from engine.workloads import check_workload
 
 FORMAT = "regtune-plan"
@@ -45,7 +45,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "program": print_program(plan.program),
         "assignment": {n: list(plan.assignment[n]) for n in sorted(plan.assignment, key=lambda n: (order.get(n, len(order)), n))},
         "spills": {n: plan.spills[n] for n in sorted(plan.spills, key=lambda n: (order.get(n, len(order)), n))},
-        "predicted": plan.predicted, "measured": plan.measured,
+        "predicted": plan.predicted.to_dict() if plan.predicted is not None else {}, "measured": plan.measured,
     }
 
 
@@ -133,8 +133,10 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
     check_program(program, source)
-    plan = Plan(program, assignment, spills, budget, allocator, workload, options,
-                _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
+    predicted = _field(data, "predicted", dict, source, {})
+    figures = Figures.from_dict(predicted, f"{source}: field 'predicted'") if predicted else None
+    plan = Plan(program, assignment, spills, budget, allocator, workload, options, figures,
+                _field(data, "measured", dict, source, {}))
     if check:
         check_plan(plan, source)
     return plan

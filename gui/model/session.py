@@ -117,16 +117,16 @@ def best_plan(plans: dict, conflicts_of) -> tuple[str, str] | None:
     Examples
     --------
     >>> from types import SimpleNamespace as P
-    >>> plans = {"naive": P(predicted={"registers": 50, "spilled_values": 0}),
-    ...          "dsatur": P(predicted={"registers": 13, "spilled_values": 1}),
-    ...          "linear-scan": P(predicted={"registers": 13, "spilled_values": 0}),
-    ...          "hand 1": P(predicted={"registers": 9, "spilled_values": 0})}
+    >>> plans = {"naive": P(predicted=P(registers=50, spilled_values=0)),
+    ...          "dsatur": P(predicted=P(registers=13, spilled_values=1)),
+    ...          "linear-scan": P(predicted=P(registers=13, spilled_values=0)),
+    ...          "hand 1": P(predicted=P(registers=9, spilled_values=0))}
     >>> best_plan(plans, lambda p: ["x"] if p is plans["hand 1"] else [])
     ('linear-scan', 'showing linear-scan: of 3 verified plans, the fewest registers (13), then spills (0)')
     """
     def figures(plan):
-        p = plan.predicted or {}
-        return int(p.get("registers", 1 << 30)), int(p.get("spilled_values", 1 << 30))
+        p = plan.predicted
+        return (p.registers, p.spilled_values) if p is not None else (1 << 30, 1 << 30)
 
     verified = [name for name, plan in plans.items() if not conflicts_of(plan)]
     if not verified:

@@ -375,14 +375,14 @@ class QtMainWindow(QMainWindow):
         plan, s = self.doc.plan, self.doc.session
         if plan is None:
             return ""
-        p = plan.predicted or {}
+        p = plan.predicted
         conflicts = self.doc.conflicts()
         f = self.ilp_of(s.current, plan) if self._ilp_wanted() else None
         model = (f"  |  ILP {f.ilp:.3f} ({f.reference_ilp:.3f} unlimited), {f.cycles} cycles/warp (model)"
                  if isinstance(f, IlpFigures) else "")
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
-                f"{p.get('registers')} registers of {plan.budget}, "
-                f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
+                f"{p and p.registers} registers of {plan.budget}, "
+                f"MAXLIVE {p and p.maxlive}, {p and p.spilled_values} spilled  |  "
                 + conflict_summary(conflicts) + model
                 + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
 

@@ -40,7 +40,7 @@ def test_timeline_has_a_bar_per_live_segment_and_the_pressure_peak_is_maxlive(wi
     expected += len(plan.spills)
     assert _bars(window) == expected
     x, y = window.timeline.curve.getData()
-    assert int(np.max(y)) == a.maxlive == plan.predicted["maxlive"]
+    assert int(np.max(y)) == a.maxlive == plan.predicted.maxlive
     px, py = window.timeline.peak.getData()
     assert int(py[0]) == a.maxlive and int(px[0]) == a.peak
     assert window.timeline.maxlive_line.value() == a.maxlive

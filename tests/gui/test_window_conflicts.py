@@ -163,7 +163,7 @@ def test_the_window_opens_on_the_best_verified_plan_and_says_which(qtbot):
     window.show()
     window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
     plans = window.doc.session.plans
-    figures = {n: (p.predicted["registers"], p.predicted["spilled_values"]) for n, p in plans.items()}
+    figures = {n: (p.predicted.registers, p.predicted.spilled_values) for n, p in plans.items()}
     best = min(figures.values())
     current = window.doc.session.current
     assert figures[current] == best and figures["naive"] > best
