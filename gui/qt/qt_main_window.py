@@ -110,13 +110,11 @@ def _sweep_job(progress, plan: Plan, arch: str):
 def _doctor_job(progress) -> str:
     from kernels.toolchain import doctor
 
-    rows, missing = doctor()
-    found = dict(rows)
-    parts = [f"ptxas {found.get('ptxas', 'missing').split('(')[-1].rstrip(')')}"
-             if "ptxas" in found else "ptxas missing", found.get("nvvm", "NVVM missing").split(" via ")[0]]
-    device = found.get("cuda device", "")
-    parts.append("GPU: " + (device if device and not device.startswith("none") else "no CUDA device"))
-    return "  |  ".join(parts + [f"missing: {m}" for m in missing])
+    found = doctor()
+    ptxas, nvvm = found.tool("ptxas"), found.tool("nvvm")
+    parts = [f"ptxas {ptxas.version}" if ptxas else "ptxas missing", nvvm.version if nvvm else "NVVM missing",
+             "GPU: " + (found.device or "no CUDA device")]
+    return "  |  ".join(parts + [f"missing: {m}" for m in found.missing])
 
 
 class QtMainWindow(QMainWindow):

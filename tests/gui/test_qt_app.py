@@ -161,3 +161,25 @@ def test_the_pressure_line_is_called_maxlive_only_for_the_program_without_spill_
     window.flush()
     peak = window.doc.analysis().maxlive
     assert window.timeline.maxlive_line.label.toPlainText() == f"peak with spill code {peak}"
+
+
+def test_the_toolchain_line_reads_the_doctor_record_and_names_a_missing_tool(monkeypatch):
+    import cuda.pathfinder
+
+    import kernels.toolchain as toolchain
+    from engine.base.jobs import NullProgress
+    from gui.qt.qt_main_window import _doctor_job
+
+    found = toolchain.doctor()
+    line = _doctor_job(NullProgress())
+    assert line == (f"ptxas {found.tool('ptxas').version}  |  {found.tool('nvvm').version}  |  "
+                    f"GPU: {found.device or 'no CUDA device'}")
+    real = cuda.pathfinder.find_nvidia_binary_utility
+    toolchain.find_tool.cache_clear()
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None if name == "ptxas" else real(name))
+    try:
+        line = _doctor_job(NullProgress())
+    finally:
+        toolchain.find_tool.cache_clear()
+    assert line.startswith(f"ptxas missing  |  {found.tool('nvvm').version}  |  GPU: ")
+    assert line.endswith("  |  missing: ptxas not found in NVIDIA's pip wheels; pip install nvidia-cuda-nvcc")
