@@ -128,7 +128,6 @@ class Plan:
     allocator : the allocator's name, or "hand" for edited plans
     workload, options : where the program came from (JSON-ready)
     predicted : the model's figures of this plan (:func:`engine.predict.predict`), None until computed
-    measured : figures (JSON-ready)
     """
 
     program: Program
@@ -139,7 +138,6 @@ class Plan:
     workload: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     predicted: Figures | None = None
-    measured: dict = field(default_factory=dict)
 
     def with_(self, **changes) -> "Plan":
         """A copy with some fields changed."""

@@ -73,6 +73,8 @@ def _good(plan):
         (lambda d: d["predicted"].pop("moves"), "field 'predicted': missing figure 'moves'"),
         (lambda d: d["predicted"].update(speed=1), "field 'predicted': unknown figure 'speed'"),
         (lambda d: d["predicted"].pop("spill_loads_executed"), "field 'predicted': the executed spill figures must be"),
+        (lambda d: d.update(measured={"registers": 9}), "field 'measured' must be empty ({}) where present"),
+        (lambda d: d.update(measured=[]), "field 'measured' must be empty ({}) where present: a plan file holds no measured figures (the build report does), got []"),
     ],
 )
 def test_bad_fields_are_named(tmp_path, plan, mutate, message):
@@ -85,6 +87,15 @@ def test_bad_fields_are_named(tmp_path, plan, mutate, message):
     assert str(err.value).startswith(f"{path}: ")
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_files_carry_no_measured_field_and_old_files_with_an_empty_one_still_load(tmp_path, plan):
+    """RegTune never wrote measured figures into a plan: issue 20 dropped the always-empty field from files."""
+    data = _good(plan)
+    assert "measured" not in data and list(data)[-1] == "predicted"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**data, "measured": {}}))
+    assert load_plan(path) == plan
 
 
 def test_figures_cross_the_file_as_a_dict_and_come_back_typed(plan):
