@@ -51,10 +51,9 @@ from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.model.ilp import IlpFigures, plan_ilp
 from engine.plan import Plan
 from engine.planfile import write_plan
-from engine.workloads import setting_label, workload_named
+from engine.workloads import BuildOptions, setting_label, workload_named
 from gui.model import notifications
 from gui.model.session import (
-    DEFAULT_OPTIONS,
     AutosaveSlot,
     Session,
     allocate_all,
@@ -84,7 +83,7 @@ def _planned(plan: Plan):
     return planned(plan, (plan.options or {}).get("arch", DEFAULT_ARCH))
 
 
-def _allocate_job(progress, workload: dict, options: dict) -> dict:
+def _allocate_job(progress, workload: dict, options: BuildOptions) -> dict:
     return allocate_all(workload, options, progress)
 
 
@@ -465,25 +464,23 @@ class QtMainWindow(QMainWindow):
         self.progress.setValue(done)
 
     # -- workload --------------------------------------------------------------------------
-    def request_workload(self, workload: dict, options: dict) -> None:
-        options = {**DEFAULT_OPTIONS, **options}
+    def request_workload(self, workload: dict, options: BuildOptions) -> None:
         self.status_text.setText(f"building {config_label(workload)} and running the allocators...")
         self.jobs.start("allocate", _allocate_job, (workload, options),
                         on_done=lambda plans: self._workload_ready(workload, options, plans),
                         on_error=self._job_failed)
 
-    def _workload_ready(self, workload: dict, options: dict, plans: dict) -> None:
+    def _workload_ready(self, workload: dict, options: BuildOptions, plans: dict) -> None:
         """Show the new workload's plans: the plan shown now if there is one of that name, else the best
         verified plan (the status line says which and why)."""
-        text = f"workload {config_label(workload)} (tile {options.get('tile') or 'auto'}, " \
-               f"{options.get('schedule')}, budget {options.get('budget')})"
+        text = f"workload {config_label(workload)} (tile {list(options.tile) if options.tile else 'auto'}, " \
+               f"{options.schedule}, budget {options.budget})"
         best = None if self.doc.session.current in plans else best_plan(plans, self.doc.conflicts)
         self.chosen = (plans[best[0]], best[1]) if best else None
         self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans, best[0] if best else None))
 
-    def allocate_now(self, workload: dict, options: dict) -> None:
+    def allocate_now(self, workload: dict, options: BuildOptions) -> None:
         """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""
-        options = {**DEFAULT_OPTIONS, **options}
         self._workload_ready(workload, options, allocate_all(workload, options))
         self.flush()
 
@@ -553,8 +550,7 @@ class QtMainWindow(QMainWindow):
             notifications.notify(str(e), f"The file was not opened; the session is unchanged.\n\n{path}")
             return False
         workload = plan.workload or {"kind": "program", "name": plan.program.name}
-        options = {**DEFAULT_OPTIONS, **{k: v for k, v in (plan.options or {}).items() if k in DEFAULT_OPTIONS},
-                   "budget": plan.budget}
+        options = BuildOptions.of_plan(plan.options or {}, plan.budget)
         name = Path(path).stem
         self.stack.push(WorkloadCommand(self.doc, f"open {Path(path).name}", workload, options, {name: plan}))
         if workload_named(workload["kind"]).example is not None:   # a config space: the allocators rebuild it
@@ -662,7 +658,7 @@ class QtMainWindow(QMainWindow):
         if plan is None:
             return
         name = self.doc.session.current
-        arch = self.doc.session.options.get("arch", DEFAULT_ARCH)
+        arch = self.doc.session.options.arch
         self.jobs.start("sweep", _sweep_job, (plan, arch),
                         on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
 
@@ -694,7 +690,7 @@ class QtMainWindow(QMainWindow):
         form = QFormLayout(dialog)
         arch, theme = QComboBox(), QComboBox()
         arch.addItems(list(ARCHS))
-        arch.setCurrentText(self.doc.session.options.get("arch", DEFAULT_ARCH))
+        arch.setCurrentText(self.doc.session.options.arch)
         theme.addItems(["light", "dark"])
         form.addRow("architecture (occupancy, bank model)", arch)
         form.addRow("theme", theme)
@@ -704,9 +700,8 @@ class QtMainWindow(QMainWindow):
         form.addRow(buttons)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.set_theme(theme.currentText())
-            if arch.currentText() != self.doc.session.options.get("arch"):
-                self.request_workload(self.doc.session.workload, {**self.doc.session.options,
-                                                                  "arch": arch.currentText()})
+            if arch.currentText() != self.doc.session.options.arch:
+                self.request_workload(self.doc.session.workload, self.doc.session.options.with_(arch=arch.currentText()))
 
     def set_theme(self, theme: str) -> None:
         background, foreground = ("k", "w") if theme == "dark" else ("w", "k")

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 from engine.alloc.edits import Move
 from engine.analysis.liveness import analyze
 from engine.planfile import load_plan, plan_to_dict
+from engine.workloads import BuildOptions
 from gui.model.session import autosave_path
 from gui.qt.qt_main_window import QtMainWindow
 from tests.gui.windows import open_window
@@ -96,7 +97,7 @@ def test_dragging_a_value_onto_a_busy_register_shows_the_conflict_and_undo_resto
 
 def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(window, qtbot):
     window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
-                        {"tile": [4, 4], "schedule": "load-all-first"})
+                        BuildOptions(tile=(4, 4), schedule="load-all-first"))
     window.doc.set_current("linear-scan")
     window.flush()
     program = window.doc.plan.program
