@@ -18,7 +18,13 @@ from engine.check.interp import Trace
 from engine.check.verify import SEEDS, ReferenceRuns, choose_seeds
 from engine.ir.core import Program
 from engine.ir.spill import remove_spill_code
-from engine.workloads import build_workload, config_label, input_model, workload_named
+from engine.workloads import (
+    BuildOptions,
+    build_workload,
+    config_label,
+    input_model,
+    workload_named,
+)
 
 
 def _memory_after(trace: Trace) -> dict:
@@ -83,15 +89,15 @@ def prove_identity(program: Program, spills: dict, workload: dict, options: dict
 
     Examples
     --------
-    >>> from engine.workloads import build_workload
+    >>> from engine.workloads import BuildOptions, build_workload
     >>> w = {"kind": "gemm", "m": 2, "n": 2, "k": 2}
-    >>> program, _, options = build_workload(w, {})
+    >>> program, _, options = build_workload(w, BuildOptions())
     >>> prove_identity(program, {}, w, options).moved
     0
     """
     if not workload or workload_named(workload.get("kind")).example is None:
         return None
-    rebuilt = build_workload(workload, options)[0]
+    rebuilt = build_workload(workload, BuildOptions.of_plan(options))[0]
     original = original if original is not None else remove_spill_code(program, spills)
     label = config_label(workload)
     problem = reordering_problem(original, rebuilt, label)

@@ -28,7 +28,7 @@ from engine.base.limits import MAX_REGISTERS, MAX_SPILL_SLOT
 from engine.check.verify import first_conflicts
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.plan import Plan
+from engine.plan import Figures, Plan
 from engine.workloads import check_workload
 
 FORMAT = "regtune-plan"
@@ -45,7 +45,7 @@ def plan_to_dict(plan: Plan) -> dict:
         "program": print_program(plan.program),
         "assignment": {n: list(plan.assignment[n]) for n in sorted(plan.assignment, key=lambda n: (order.get(n, len(order)), n))},
         "spills": {n: plan.spills[n] for n in sorted(plan.spills, key=lambda n: (order.get(n, len(order)), n))},
-        "predicted": plan.predicted, "measured": plan.measured,
+        "predicted": plan.predicted.to_dict() if plan.predicted is not None else {},
     }
 
 
@@ -56,7 +56,9 @@ def write_plan(plan: Plan, path) -> Path:
 
 #: top-level fields of a plan file
 PLAN_FIELDS = ("format", "version", "workload", "options", "allocator", "budget", "program", "assignment", "spills",
-               "predicted", "measured")
+               "predicted")
+#: a field that plan files before issue 20 carry, always empty (RegTune never wrote measured figures into a plan)
+OLD_EMPTY_FIELDS = ("measured",)
 
 
 def _field(data: dict, key: str, kind, source: str, default=None):
@@ -90,6 +92,15 @@ def _slot(name: str, slot, source: str) -> int:
     return int(slot)
 
 
+def _old_empty(data: dict, source: str) -> None:
+    """Files written before issue 20 carry ``"measured": {}``: read, and dropped; anything else in it is refused
+    (measurements live in the session and the build report, never in a plan file)."""
+    for key in OLD_EMPTY_FIELDS:
+        if key in data and data[key] != {}:
+            raise PlanError(f"{source}: field {key!r} must be empty ({{}}) where present: a plan file holds no "
+                            f"measured figures (the build report does), got {excerpt(data[key])}")
+
+
 def _allocator(data: dict, source: str) -> str:
     known = (*sorted(ALLOCATORS), "hand")
     value = data.get("allocator")
@@ -116,7 +127,8 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
         raise PlanError(f"{source}: field 'format' must be {FORMAT!r}, got {excerpt(data.get('format'))}")
     if not (is_int(data.get("version")) and data["version"] == VERSION):    # not 1.0, not true
         raise PlanError(f"{source}: unsupported plan version {excerpt(data.get('version'))} (this RegTune reads {VERSION})")
-    exact_keys(data, PLAN_FIELDS, source, required=("budget", "program", "assignment", "allocator"))
+    exact_keys(data, PLAN_FIELDS + OLD_EMPTY_FIELDS, source, required=("budget", "program", "assignment", "allocator"))
+    _old_empty(data, source)
     budget = _field(data, "budget", int, source)
     if not 1 <= budget <= MAX_REGISTERS:
         raise PlanError(f"{source}: field 'budget' must be an integer in 1..{MAX_REGISTERS} "
@@ -133,8 +145,9 @@ def plan_from_dict(data, source: str = "<plan>", check: bool = True) -> Plan:
     except RegtuneError as exc:
         raise PlanError(str(exc)) from None
     check_program(program, source)
-    plan = Plan(program, assignment, spills, budget, allocator, workload, options,
-                _field(data, "predicted", dict, source, {}), _field(data, "measured", dict, source, {}))
+    predicted = _field(data, "predicted", dict, source, {})
+    figures = Figures.from_dict(predicted, f"{source}: field 'predicted'") if predicted else None
+    plan = Plan(program, assignment, spills, budget, allocator, workload, options, figures)
     if check:
         check_plan(plan, source)
     return plan

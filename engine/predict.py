@@ -17,13 +17,15 @@ Examples
 >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
 >>> a = allocate("linear-scan", p, budget=8)
 >>> figures = predict(a.plan(), a.analysis, a.spill_code)
->>> figures["registers"], figures["maxlive"], figures["spill_loads"]
-(1, 1, 0)
+>>> figures.registers, figures.maxlive, figures.spill_loads, figures.executed
+(1, 1, 0, False)
 >>> predicted_plan(a).predicted == figures
 True
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -33,13 +35,13 @@ from engine.check.verify import ReferenceRuns, deepest_trace
 from engine.ir.core import Program
 from engine.ir.spill import SpillCode, remove_spill_code, spill_code_of
 from engine.model.arch import DEFAULT_ARCH, bank_conflicts, load_arch
-from engine.plan import Plan, registers_used
+from engine.plan import Figures, Plan, registers_used
 from engine.workloads import input_model
 
 
 def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode | None = None,
-            original: Analysis | None = None) -> dict:
-    """The plan's static predicted figures.
+            original: Analysis | None = None) -> Figures:
+    """The plan's static predicted figures (its executed-spill figures left out: :func:`planned_and_run`).
 
     ``maxlive`` is the program's MAXLIVE before spill code (one meaning
     everywhere); ``peak_with_spill_code`` is the largest pressure of the
@@ -51,18 +53,18 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
     """
     analysis = analysis if analysis is not None else analyze(plan.program)
     code = spill_code if spill_code is not None else spill_code_of(plan.program, plan.spills)
-    return {
-        "registers": registers_used(plan.assignment),
-        "maxlive": program_maxlive(plan, analysis, original),
-        "peak_with_spill_code": analysis.maxlive,
-        "peak_instruction": analysis.peak,
-        "spilled_values": len(plan.spills),
-        "spill_stores": len(code.stores),
-        "spill_loads": len(code.loads),
-        "local_bytes": 4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
-        "moves": moves(plan.program, plan.assignment),
+    return Figures(
+        registers=registers_used(plan.assignment),
+        maxlive=program_maxlive(plan, analysis, original),
+        peak_with_spill_code=analysis.maxlive,
+        peak_instruction=analysis.peak,
+        spilled_values=len(plan.spills),
+        spill_stores=len(code.stores),
+        spill_loads=len(code.loads),
+        local_bytes=4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
+        moves=moves(plan.program, plan.assignment),
         **_banks(plan, analysis),
-    }
+    )
 
 
 def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Analysis | None = None) -> int:
@@ -109,7 +111,7 @@ def _banks(plan: Plan, analysis: Analysis) -> dict:
 def execution_figures(plan: Plan, original: Program | None = None, spill_code: SpillCode | None = None,
                       runs: ReferenceRuns | None = None) -> dict:
     """Spill stores and loads executed on the execution check's deepest input; None and a note where the
-    run cannot finish.
+    run cannot finish (the :class:`engine.plan.Figures` fields of that name, to ``dataclasses.replace``).
 
     The input is the check's seed whose run goes furthest into the kernel's
     body (:func:`engine.check.verify.deepest_trace`, inputs drawn from the plan's
@@ -145,4 +147,4 @@ def planned_and_run(allocation, runs: ReferenceRuns | None = None, **fields) -> 
     ``runs``: the caller's memo of reference runs, for an execution check that follows)."""
     plan = predicted_plan(allocation, **fields)
     figures = execution_figures(plan, allocation.original, allocation.spill_code, runs)
-    return plan.with_(predicted={**plan.predicted, **figures})
+    return plan.with_(predicted=replace(plan.predicted, **figures))

@@ -46,7 +46,7 @@ def _mha_config(args) -> tuple[dict, dict]:
         raise RegtuneError(f"--mha needs {', '.join(missing)}")
     config, options = mha.from_flags({**vars(args), "projection": False})
     workload = check_workload(mha.to_dict(config), {}, "--mha")[0]
-    return workload, session_options({"strategies": list(options["strategies"]), "bc": options["bc"]}, "--mha")
+    return workload, session_options({"strategies": list(options.strategies), "bc": options.bc}, "--mha")
 
 
 def _screenshot_workload(args) -> tuple[dict | None, dict | None]:

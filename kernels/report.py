@@ -26,9 +26,9 @@ from engine.model.arch import (
     occupancy,
 )
 from engine.model.ilp import plan_ilp
-from engine.predict import predict, program_maxlive
 from engine.model.timemodel import model_time, thread_traffic
 from engine.plan import Plan, registers_used
+from engine.predict import predict, program_maxlive
 from kernels.build import Build
 from kernels.control import (
     ControlError,
@@ -72,12 +72,12 @@ def threads_per_block(plan: Plan) -> int:
 def planned(plan: Plan, arch: str = DEFAULT_ARCH) -> Planned:
     """The plan's own figures (no tool involved), its occupancy on ``arch``."""
     figures = predict(plan)
-    regs = figures["registers"]
+    regs = figures.registers
     threads = threads_per_block(plan)
     a = load_arch(arch)
     step = next_register_step(a, regs, threads)
-    return Planned(regs, figures["maxlive"], figures["spilled_values"], figures["spill_stores"],
-                   figures["spill_loads"], figures["bank_conflicts"], threads, arch,
+    return Planned(regs, figures.maxlive, figures.spilled_values, figures.spill_stores,
+                   figures.spill_loads, figures.bank_conflicts, threads, arch,
                    _occupancy(arch, regs, threads),
                    f"free {regs - step[0]} registers (to {step[0]}) to reach {step[1]} warps"
                    if step else "registers do not limit occupancy")

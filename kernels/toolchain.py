@@ -247,20 +247,63 @@ def cuda_device() -> str | None:
     return name or None
 
 
-def doctor() -> tuple[list[tuple[str, str]], list[str]]:
-    """Rows (what, finding) and one line per missing piece."""
-    rows, missing = [], []
+@dataclass(frozen=True)
+class Found:
+    """One tool of the toolchain as found: its ``version`` in the tool's words (``release 13.0, V13.0.88``,
+    ``NVVM 2.0``) and ``detail``, where it came from with that version (doctor's row)."""
+
+    name: str
+    version: str
+    detail: str
+
+
+#: doctor's row for a machine without a CUDA device
+NO_DEVICE = "none (no CUDA device: GPU runs and timings are unavailable)"
+
+
+@dataclass(frozen=True)
+class Doctor:
+    """What :func:`doctor` found: the tools, one line per missing piece, the CUDA device (None without one).
+
+    Examples
+    --------
+    >>> d = Doctor((Found("ptxas", "release 13.0", "/x/ptxas (release 13.0)"),), ("nvdisasm not found",), None)
+    >>> d.ok, d.tool("ptxas").version, d.tool("nvvm"), d.rows[-1][0]
+    (False, 'release 13.0', None, 'cuda device')
+    """
+
+    found: tuple[Found, ...]
+    missing: tuple[str, ...]
+    device: str | None
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def tool(self, name: str) -> Found | None:
+        """The tool called ``name`` ("ptxas", "nvdisasm", "nvvm"), None when it is missing."""
+        return next((f for f in self.found if f.name == name), None)
+
+    @property
+    def rows(self) -> tuple[tuple[str, str], ...]:
+        """(what, finding) per tool found, then the CUDA device: ``regtune doctor``'s lines."""
+        return (*((f.name, f.detail) for f in self.found), ("cuda device", self.device or NO_DEVICE))
+
+
+def doctor() -> Doctor:
+    """The toolchain: each tool's path and version, what is missing (one line each), the CUDA device."""
+    found, missing = [], []
     for name in ("ptxas", "nvdisasm"):
         try:
-            rows.append((name, f"{find_tool(name)} ({tool_version(name)})"))
+            version = tool_version(name)
+            found.append(Found(name, version, f"{find_tool(name)} ({version})"))
         except ToolchainError as e:
             missing.append(str(e))
     try:
         from importlib.metadata import version
 
-        rows.append(("nvvm", f"{nvvm_version()} via numba-cuda {version('numba-cuda')}"))
+        nvvm = nvvm_version()
+        found.append(Found("nvvm", nvvm, f"{nvvm} via numba-cuda {version('numba-cuda')}"))
     except (ToolchainError, Exception) as e:  # noqa: BLE001
         missing.append(str(e))
-    device = cuda_device()
-    rows.append(("cuda device", device or "none (no CUDA device: GPU runs and timings are unavailable)"))
-    return rows, missing
+    return Doctor(tuple(found), tuple(missing), cuda_device())

@@ -51,7 +51,7 @@ class Allocation:
     original_analysis: Analysis
 
     def plan(self, **fields) -> Plan:
-        """The allocation as a plan (``fields``: workload, options, predicted, measured)."""
+        """The allocation as a plan (``fields``: workload, options, predicted)."""
         return Plan(self.program, self.assignment, self.spills, self.budget, self.allocator, **fields)
 
 

@@ -6,7 +6,7 @@ register holds which value. Schedule edits (:class:`Move`) change the
 kernel that gets built.
 
 Invariant: ``apply_edit(plan, e)`` never raises for a well-typed edit; it
-returns the new plan (its ``predicted`` figures left empty: they are the
+returns the new plan (its ``predicted`` figures left None: they are the
 caller's stage, engine.predict, which can use the result's analysis), every
 conflict of the new plan (as :func:`engine.check.verify.static_conflicts` finds
 them), and the inverse edit, so ``apply_edit(result.plan,
@@ -26,7 +26,7 @@ Examples
 >>> r = apply_edit(plan, Assign("y", (0,)))
 >>> [c.message for c in r.conflicts]
 ['%x and %y share R0 while both live at instruction 1 (%y:f32 = mov 2)']
->>> predict(r.plan, r.analysis)["registers"]
+>>> predict(r.plan, r.analysis).registers
 1
 >>> apply_edit(r.plan, r.inverse).plan == plan
 True
@@ -120,7 +120,7 @@ class EditResult:
 
 def _result(new: Plan, inverse, analysis: Analysis | None = None) -> EditResult:
     """The result for ``new``; ``analysis``, when given, is that of ``new.program`` (an edit that kept it)."""
-    plan = new.with_(predicted={})
+    plan = new.with_(predicted=None)
     analysis = analysis if analysis is not None else analyze(plan.program)
     conflicts = static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget, analysis)
     return EditResult(plan, tuple(conflicts), inverse, analysis)

@@ -39,7 +39,6 @@ from engine.analysis.liveness import (
     analyze,
     merge_adjacent,
 )
-from engine.ir.core import Program
 from engine.ir.spill import SpillInsertion
 
 

@@ -22,8 +22,8 @@ Examples
 >>> sorted(WORKLOADS)
 ['gemm', 'mha', 'program']
 >>> w = workload_named("gemm")
->>> program, options = w.build(w.from_dict({"kind": "gemm", "m": 2, "n": 2, "k": 2}, "example"), {"tile": [2, 2]})
->>> program.name, options["threads_per_block"]
+>>> program, built = w.build(w.from_dict({"kind": "gemm", "m": 2, "n": 2, "k": 2}, "example"), BuildOptions(tile=(2, 2)))
+>>> program.name, built["threads_per_block"]
 ('gemm_m2n2k2_t2x2_k_outer', 128)
 >>> workload_named("conv")
 Traceback (most recent call last):
@@ -92,9 +92,9 @@ class Workload(Protocol):
     def configs(self) -> list:
         """Every config of its space, in a fixed order (empty: no config space)."""
 
-    def build(self, config, options: dict) -> tuple[Program, dict]:
-        """The per-thread program and the options to store with its plans, from the session's or the
-        command line's ``options`` (``budget`` and whatever of the workload's own keys are present)."""
+    def build(self, config, options: BuildOptions) -> tuple[Program, dict]:
+        """The per-thread program and the options to store with its plans (the plan file's JSON-ready
+        ``options``), from the session's, the window's or the command line's ``options``."""
 
     def label(self, config) -> str:
         """One line naming the config, starting with :attr:`name` (pickers, titles, status lines)."""
@@ -109,8 +109,9 @@ class Workload(Protocol):
         """The ranges an execution check draws the program's inputs from (engine.check.inputs): parameters inside
         their meaningful range, special registers inside the grid the config implies."""
 
-    def from_flags(self, values: dict) -> tuple[object, dict]:
-        """The config and build options the command line's flag ``values`` (keyed by ``Flag.dest``) ask for."""
+    def from_flags(self, values: dict) -> tuple[object, BuildOptions]:
+        """The config and build options the command line's flag ``values`` (keyed by ``Flag.dest``) ask for
+        (the budget left at its default: the command line sets it)."""
 
 
 #: name -> workload (see :class:`Workload`); registration order is the order of ``--help`` and pickers
@@ -161,12 +162,13 @@ def check_workload(workload: dict, options: dict, source: str) -> tuple[dict, di
     return w.to_dict(config), w.check_options(config, options, owhere)
 
 
-def build_workload(workload: dict, options: dict) -> tuple[Program, dict, dict]:
-    """The program of a workload dict (kind checked by name first), the checked workload and the build options.
+def build_workload(workload: dict, options: BuildOptions) -> tuple[Program, dict, dict]:
+    """The program of a workload dict (kind checked by name first), the checked workload and the options its
+    plans keep (JSON-ready).
 
     Examples
     --------
-    >>> program, workload, built = build_workload({"kind": "gemm", "m": 2, "n": 2, "k": 2}, {"tile": [1, 2]})
+    >>> program, workload, built = build_workload({"kind": "gemm", "m": 2, "n": 2, "k": 2}, BuildOptions(tile=(1, 2)))
     >>> workload, built["tile"]
     ({'kind': 'gemm', 'm': 2, 'n': 2, 'k': 2, 'dtype': 'f32'}, [1, 2])
     """
@@ -267,3 +269,4 @@ def input_model(workload: dict, options: dict) -> InputModel:
 
 
 from engine.workloads import gemm, mha, program  # noqa: E402,F401  (registration)
+from engine.workloads.options import BuildOptions  # after them: it reads their defaults

@@ -36,6 +36,7 @@ from engine.workloads.writer import ProgramWriter
 
 if TYPE_CHECKING:
     from engine.analysis.liveness import Analysis
+    from engine.workloads.options import BuildOptions
 
 SIZES = range(2, 17)
 SCHEDULES = ("load-all-first", "k-outer", "dot")
@@ -411,8 +412,9 @@ class GemmWorkload:
     >>> w = GemmWorkload()
     >>> w.label(w.parse_label(["4x2x8"]))
     'gemm 4x2x8'
-    >>> w.from_flags({"m": 4, "n": 2, "k": 8, "tile": "2x2", "schedule": "dot"})
-    (Gemm(m=4, n=2, k=8), {'tile': (2, 2), 'schedule': 'dot'})
+    >>> config, options = w.from_flags({"m": 4, "n": 2, "k": 8, "tile": "2x2", "schedule": "dot"})
+    >>> config, options.tile, options.schedule
+    (Gemm(m=4, n=2, k=8), (2, 2), 'dot')
     """
 
     name = "gemm"
@@ -436,12 +438,10 @@ class GemmWorkload:
     def configs(self) -> list[Gemm]:
         return gemm_configs()
 
-    def build(self, config: Gemm, options: dict) -> tuple[Program, dict]:
-        tile = options.get("tile")
-        fit = tile == FIT
-        limit = int(options.get("budget", 255)) if fit else arch_limit(options.get("arch"))
-        return build_gemm(config, None if fit or not tile else tuple(tile), options.get("schedule", DEFAULT_SCHEDULE),
-                          limit, float(options.get("headroom", HEADROOM)))
+    def build(self, config: Gemm, options: BuildOptions) -> tuple[Program, dict]:
+        fit = options.tile == FIT
+        limit = options.budget if fit else arch_limit(options.arch)
+        return build_gemm(config, None if fit else options.tile, options.schedule, limit, options.headroom)
 
     def label(self, config: Gemm) -> str:
         return f"gemm {config.m}x{config.n}x{config.k}"
@@ -456,9 +456,11 @@ class GemmWorkload:
     def check_options(self, config: Gemm, options: dict, where: str) -> dict:
         return check_options(config, options, where)
 
-    def from_flags(self, values: dict) -> tuple[Gemm, dict]:
+    def from_flags(self, values: dict) -> tuple[Gemm, BuildOptions]:
+        from engine.workloads import BuildOptions
+
         tile = parse_tile(values["tile"]) if values.get("tile") else None
-        return Gemm(values["m"], values["n"], values["k"]), {"tile": tile, "schedule": values["schedule"]}
+        return Gemm(values["m"], values["n"], values["k"]), BuildOptions(tile=tile, schedule=values["schedule"])
 
 
 register(GemmWorkload())

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.base import fields
 from engine.base.errors import PlanError, RegtuneError
@@ -45,6 +46,9 @@ from engine.check.inputs import InputModel
 from engine.ir.core import Program
 from engine.workloads import Flag, register
 from engine.workloads.writer import ProgramWriter
+
+if TYPE_CHECKING:
+    from engine.workloads.options import BuildOptions
 
 HEADS = (16, 32, 40, 64, 96, 128)
 BATCHES = (1, 4, 16, 32, 64, 128, 256, 512, 1024)
@@ -473,9 +477,8 @@ class MhaWorkload:
     def configs(self) -> list[Mha]:
         return mha_configs()
 
-    def build(self, config: Mha, options: dict) -> tuple[Program, dict]:
-        return build_mha(config, tuple(options.get("strategies") or ()), int(options.get("bc", DEFAULT_BC)),
-                         bool(options.get("projection", False)))
+    def build(self, config: Mha, options: BuildOptions) -> tuple[Program, dict]:
+        return build_mha(config, options.strategies, options.bc, options.projection)
 
     def label(self, config: Mha) -> str:
         return f"mha heads {config.heads} batch {config.batch} head_dim {config.head_dim} groups {config.groups}"
@@ -490,11 +493,13 @@ class MhaWorkload:
     def check_options(self, config: Mha, options: dict, where: str) -> dict:
         return check_options(config, options, where)
 
-    def from_flags(self, values: dict) -> tuple[Mha, dict]:
+    def from_flags(self, values: dict) -> tuple[Mha, BuildOptions]:
+        from engine.workloads import BuildOptions
+
         text = values.get("strategies")
         strategies = tuple(s.strip() for s in text.split(",") if s.strip()) if text else ()
         return (Mha(values["heads"], values["batch"], values["head_dim"], values["groups"]),
-                {"strategies": strategies, "bc": values["bc"], "projection": values["projection"]})
+                BuildOptions(strategies=strategies, bc=values["bc"], projection=values["projection"]))
 
 
 register(MhaWorkload())

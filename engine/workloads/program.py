@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.base import fields
 from engine.base.errors import PlanError, RegtuneError
@@ -29,6 +30,9 @@ from engine.check.inputs import GENERIC, InputModel
 from engine.ir.core import Program, is_name
 from engine.ir.parser import parse
 from engine.workloads import register
+
+if TYPE_CHECKING:
+    from engine.workloads.options import BuildOptions
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ class ProgramWorkload:
     def configs(self) -> list:
         return []
 
-    def build(self, config: ProgramFile, options: dict) -> tuple[Program, dict]:
+    def build(self, config: ProgramFile, options: BuildOptions) -> tuple[Program, dict]:
         if config.source is None:
             raise RegtuneError(f"{self.label(config)}: no program file to read it from")
         return read(config.source)[0], {}
@@ -93,8 +97,10 @@ class ProgramWorkload:
         fields.exact_keys(options, ("arch",), where)
         return {"arch": fields.choice(options, "arch", where, ARCHS)} if "arch" in options else {}
 
-    def from_flags(self, values: dict) -> tuple[ProgramFile, dict]:
-        return ProgramFile(source=values["source"]), {}
+    def from_flags(self, values: dict) -> tuple[ProgramFile, BuildOptions]:
+        from engine.workloads import BuildOptions
+
+        return ProgramFile(source=values["source"]), BuildOptions()
 
 
 register(ProgramWorkload())

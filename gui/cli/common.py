@@ -98,14 +98,14 @@ def workload_program(args) -> tuple[Program, dict, dict]:
     w = WORKLOADS.get(args.source)
     if w is None or not w.flags:
         program, config = read(args.source)
-        note(no_effect_line(args, given, None, None, {}))
+        note(no_effect_line(args, given, None, None, None))
         return program, workload_named("program").to_dict(config), {}
     values = {**{f.dest: f.default for f in w.flags}, **vars(args)}
     missing = [f.name for f in w.flags if f.required and values.get(f.dest) is None]
     if missing:
         raise RegtuneError(f"{args.source} needs {', '.join(missing)}")
     config, options = w.from_flags(values)
-    options = {**options, "budget": budget_of(args)}
+    options = options.with_(budget=budget_of(args))
     program, built = w.build(config, options)
     note(no_effect_line(args, given, w, config, options, program))
     return program, w.to_dict(config), built

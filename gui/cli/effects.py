@@ -12,7 +12,7 @@ Examples
 --------
 >>> import argparse
 >>> args = argparse.Namespace(command="analyze", source="gemm", heads=32)
->>> no_effect_line(args, {"heads"}, None, None, {})
+>>> no_effect_line(args, {"heads"}, None, None, None)
 "no effect on the per-thread program: --heads (a flag of mha; the source is 'gemm')"
 """
 
@@ -23,13 +23,13 @@ import dataclasses
 from engine.base.errors import RegtuneError
 from engine.base.limits import MAX_REGISTERS
 from engine.ir.core import print_program
-from engine.workloads import WORKLOADS
+from engine.workloads import WORKLOADS, BuildOptions
 
 #: the commands whose --budget only builds the program (the others allocate with it)
 BUDGET_BUILDS_ONLY = ("program", "analyze")
 
 
-def no_effect_line(args, given: set, w, config, options: dict, program=None) -> str:
+def no_effect_line(args, given: set, w, config, options: BuildOptions | None, program=None) -> str:
     """One line naming the given flags with no effect on ``program`` (``w``: the workload built, None for a
     program file), or '' when every given flag had one."""
     named = _foreign(args, given, w)
@@ -54,7 +54,7 @@ def _foreign(args, given: set, w) -> list[str]:
     return out
 
 
-def _same(w, config, options: dict, text: str) -> bool:
+def _same(w, config, options: BuildOptions, text: str) -> bool:
     """Whether ``config`` with ``options`` builds the program ``text`` (a config the options do not fit, such
     as a tile that does not divide it, builds another)."""
     try:
@@ -63,7 +63,7 @@ def _same(w, config, options: dict, text: str) -> bool:
         return False
 
 
-def _config_fields(given: set, w, config, options: dict, text: str) -> list[str]:
+def _config_fields(given: set, w, config, options: BuildOptions, text: str) -> list[str]:
     """Config fields given whose every value in the config space builds the same program."""
     if not dataclasses.is_dataclass(config):
         return []
@@ -77,22 +77,22 @@ def _config_fields(given: set, w, config, options: dict, text: str) -> list[str]
     return out
 
 
-def _strategies(w, config, options: dict, text: str) -> list[str]:
+def _strategies(w, config, options: BuildOptions, text: str) -> list[str]:
     """Strategies whose removal leaves the program as it is."""
-    chosen = list(options.get("strategies") or ())
+    chosen = options.strategies
     return [f"--strategies {s} (the program is the same without it)" for s in chosen
-            if _same(w, config, {**options, "strategies": tuple(x for x in chosen if x != s)}, text)]
+            if _same(w, config, options.with_(strategies=tuple(x for x in chosen if x != s)), text)]
 
 
 def _budget_given(args) -> bool:
     return getattr(args, "command", None) in BUDGET_BUILDS_ONLY and getattr(args, "budget", None) is not None
 
 
-def _budget(args, given: set, w, config, options: dict, text: str) -> list[str]:
+def _budget(args, given: set, w, config, options: BuildOptions, text: str) -> list[str]:
     """``--budget`` where it only builds the program, when the program is the same at the architecture's
     limit."""
     if not _budget_given(args):
         return []
-    if not _same(w, config, {**options, "budget": MAX_REGISTERS}, text):
+    if not _same(w, config, options.with_(budget=MAX_REGISTERS), text):
         return []
     return ["--budget (the program is the same at any budget; GEMM's --tile fit fits the tile to it)"]

@@ -54,15 +54,15 @@ def _archs(text: str) -> tuple[str, ...]:
 def cmd_doctor(args) -> int:
     from kernels.toolchain import doctor
 
-    rows, missing = doctor()
+    found = doctor()
     if args.json:
-        print(json.dumps({"found": dict(rows), "missing": missing, "ok": not missing}, indent=1))
-        return 1 if missing else 0
-    for what, finding in rows:
+        print(json.dumps({"found": dict(found.rows), "missing": list(found.missing), "ok": found.ok}, indent=1))
+        return 0 if found.ok else 1
+    for what, finding in found.rows:
         print(f"{what:12} {finding}")
-    for line in missing:
+    for line in found.missing:
         print(f"missing: {line}")
-    return 1 if missing else 0
+    return 0 if found.ok else 1
 
 
 def _out_dir(text: str) -> Path:

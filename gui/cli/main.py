@@ -113,12 +113,12 @@ def _plan_line(plan) -> str:
     from engine.model.ilp import plan_ilp
 
     p = plan.predicted
-    peak = p.get("peak_with_spill_code", p["maxlive"])
-    with_spills = f" (peak with spill code {peak})" if peak != p["maxlive"] else ""
+    peak = p.peak_with_spill_code
+    with_spills = f" (peak with spill code {peak})" if peak != p.maxlive else ""
     f = plan_ilp(plan)
-    return (f"{plan.allocator}{setting(plan.workload, plan.options)}: {p['registers']} registers of {plan.budget}, "
-            f"MAXLIVE {p['maxlive']}{with_spills}, {p['spilled_values']} spilled values "
-            f"({p['spill_stores']} stores, {p['spill_loads']} loads), "
+    return (f"{plan.allocator}{setting(plan.workload, plan.options)}: {p.registers} registers of {plan.budget}, "
+            f"MAXLIVE {p.maxlive}{with_spills}, {p.spilled_values} spilled values "
+            f"({p.spill_stores} stores, {p.spill_loads} loads), "
             f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
             f"{f.cycles} cycles/warp (model)")
 

@@ -41,8 +41,9 @@ from engine.alloc.hand import (
 )
 from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
-from engine.predict import predict
 from engine.plan import Plan
+from engine.predict import predict
+from engine.workloads import BuildOptions
 from gui.model.events import DocumentEvents
 from gui.model.notifications import notify
 from gui.model.session import ALLOCATOR_ORDER, Session, save_session
@@ -271,9 +272,9 @@ class Document:
         self.events.current.emit()
         self.autosave()
 
-    def set_workload(self, workload: dict, options: dict, plans: dict, current: str | None) -> None:
+    def set_workload(self, workload: dict, options: BuildOptions, plans: dict, current: str | None) -> None:
         """A new workload and options with their plans; selection and measurements are cleared."""
-        self.session.workload, self.session.options = dict(workload), dict(options)
+        self.session.workload, self.session.options = dict(workload), options
         self.session.measurements = {}
         self.selection, self.selected, self.instruction = None, (), None
         self.events.workload.emit()

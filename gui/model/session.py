@@ -26,11 +26,10 @@ from engine.base import fields
 from engine.base.errors import RegtuneError
 from engine.base.files import read_text, write_text_atomic
 from engine.base.jobs import NullProgress, Progress
-from engine.model.arch import DEFAULT_ARCH
 from engine.plan import Plan
 from engine.planfile import plan_from_dict, plan_to_dict
-from engine.predict import predict, predicted_plan
-from engine.workloads import WORKLOADS, check_workload
+from engine.predict import predicted_plan
+from engine.workloads import WORKLOADS, BuildOptions, check_workload
 from engine.workloads import build_workload as _build
 
 if TYPE_CHECKING:
@@ -47,55 +46,29 @@ SESSION_FORMAT = "regtune-session"
 SESSION_VERSION = 1
 #: the first registered workload's example (GEMM 8x8x8)
 DEFAULT_WORKLOAD = next(w.to_dict(w.example) for w in WORKLOADS.values() if w.example is not None)
-DEFAULT_OPTIONS = {"arch": DEFAULT_ARCH, "budget": 255, "headroom": 0.25, "schedule": "k-outer", "tile": None,
-                   "strategies": [], "bc": 16}
+#: the session's options when none are given (also what the window's Reset shows)
+DEFAULT_OPTIONS = BuildOptions()
 
 
-def session_options(options, source: str) -> dict:
-    """The session's own options (those of :data:`DEFAULT_OPTIONS`), each typed and in range."""
-    from engine.model.arch import ARCHS
-    from engine.workloads.gemm import SCHEDULES
-    from engine.workloads.mha import STRATEGIES
-
+def session_options(options, source: str) -> BuildOptions:
+    """A session file's ``options`` (the fields of :class:`engine.workloads.BuildOptions`), each typed and in range."""
     where = f"{source}: options"
     if not isinstance(options, dict):
         raise RegtuneError(f"{where}: must be an object")
-    fields.exact_keys(options, DEFAULT_OPTIONS, where)
-    out = dict(DEFAULT_OPTIONS)
-    checks = {"arch": lambda: fields.choice(options, "arch", where, ARCHS),
-              "budget": lambda: fields.integer(options, "budget", where, 1, 255),
-              "schedule": lambda: fields.choice(options, "schedule", where, SCHEDULES),
-              "bc": lambda: fields.integer(options, "bc", where, 2, 2048)}
-    for key, check in checks.items():
-        if key in options:
-            out[key] = check()
-    headroom = options.get("headroom", out["headroom"])
-    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
-        raise RegtuneError(f"{where}: field 'headroom' must be a number in [0, 1), got {fields.excerpt(headroom)}")
-    out["headroom"] = float(headroom)
-    tile = options.get("tile")
-    if tile is not None and not (isinstance(tile, list) and len(tile) == 2
-                                 and all(fields.is_int(t) and 1 <= t <= 16 for t in tile)):
-        raise RegtuneError(f"{where}: field 'tile' must be null or [TM, TN] in 1..16, got {fields.excerpt(tile)}")
-    out["tile"] = tile
-    strategies = options.get("strategies", [])
-    if not isinstance(strategies, list) or any(not isinstance(s, str) or s not in STRATEGIES for s in strategies):
-        raise RegtuneError(f"{where}: field 'strategies' must list names from {', '.join(STRATEGIES)}")
-    out["strategies"] = list(strategies)
-    return out
+    return BuildOptions.from_dict(options, where)
 
 
-def build_workload(workload: dict, options: dict):
+def build_workload(workload: dict, options: BuildOptions):
     """The program, the checked workload and the build options of a workload dict and the session's options
     (the workload's kind is checked by name first, see :func:`engine.workloads.build_workload`)."""
     return _build(workload, options)
 
 
-def allocate_all(workload: dict, options: dict, progress: Progress | None = None) -> dict:
+def allocate_all(workload: dict, options: BuildOptions, progress: Progress | None = None) -> dict:
     """Build the program and run the four allocators: name -> Plan (with predicted figures)."""
     progress = progress or NullProgress()
     program, wl, built = build_workload(workload, options)
-    budget = int(options.get("budget", 255))
+    budget = options.budget
     plans = {}
     for n, name in enumerate(ALLOCATOR_ORDER):
         progress.advance(n, len(ALLOCATOR_ORDER))
@@ -104,7 +77,7 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
 
             raise Cancelled("allocation cancelled")
         plans[name] = predicted_plan(allocate(name, program, budget),
-                              workload=wl, options={**built, "arch": options.get("arch", DEFAULT_ARCH)})
+                              workload=wl, options={**built, "arch": options.arch})
     progress.advance(len(ALLOCATOR_ORDER), len(ALLOCATOR_ORDER))
     return plans
 
@@ -117,16 +90,16 @@ def best_plan(plans: dict, conflicts_of) -> tuple[str, str] | None:
     Examples
     --------
     >>> from types import SimpleNamespace as P
-    >>> plans = {"naive": P(predicted={"registers": 50, "spilled_values": 0}),
-    ...          "dsatur": P(predicted={"registers": 13, "spilled_values": 1}),
-    ...          "linear-scan": P(predicted={"registers": 13, "spilled_values": 0}),
-    ...          "hand 1": P(predicted={"registers": 9, "spilled_values": 0})}
+    >>> plans = {"naive": P(predicted=P(registers=50, spilled_values=0)),
+    ...          "dsatur": P(predicted=P(registers=13, spilled_values=1)),
+    ...          "linear-scan": P(predicted=P(registers=13, spilled_values=0)),
+    ...          "hand 1": P(predicted=P(registers=9, spilled_values=0))}
     >>> best_plan(plans, lambda p: ["x"] if p is plans["hand 1"] else [])
     ('linear-scan', 'showing linear-scan: of 3 verified plans, the fewest registers (13), then spills (0)')
     """
     def figures(plan):
-        p = plan.predicted or {}
-        return int(p.get("registers", 1 << 30)), int(p.get("spilled_values", 1 << 30))
+        p = plan.predicted
+        return (p.registers, p.spilled_values) if p is not None else (1 << 30, 1 << 30)
 
     verified = [name for name, plan in plans.items() if not conflicts_of(plan)]
     if not verified:
@@ -142,7 +115,7 @@ class Session:
     """What the window shows and edits."""
 
     workload: dict = field(default_factory=lambda: dict(DEFAULT_WORKLOAD))
-    options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))
+    options: BuildOptions = field(default_factory=BuildOptions)
     plans: dict = field(default_factory=dict)
     current: str | None = None
     edits: list = field(default_factory=list)
@@ -168,7 +141,7 @@ class Session:
         return f"hand {n}"
 
     def to_dict(self) -> dict:
-        return {"format": SESSION_FORMAT, "version": SESSION_VERSION, "workload": self.workload, "options": self.options,
+        return {"format": SESSION_FORMAT, "version": SESSION_VERSION, "workload": self.workload, "options": self.options.to_dict(),
                 "current": self.current, "edits": list(self.edits),
                 "plans": {name: plan_to_dict(plan) for name, plan in self.plans.items()}}
 

@@ -98,7 +98,7 @@ def _mark_register(window, current: str | None, text: str | None) -> None:
 
 
 def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
-               workload: dict | None = None, options: dict | None = None, build: bool = False,
+               workload: dict | None = None, options=None, build: bool = False,
                current: str | None = None, select: str | None = None, register: str | None = None,
                instruction: int | None = None) -> str:
     """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).

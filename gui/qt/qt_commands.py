@@ -47,14 +47,14 @@ class PlansCommand(QUndoCommand):
 class WorkloadCommand(QUndoCommand):
     """A new workload or options (tile, schedule, budget, ...): new program, new plans."""
 
-    def __init__(self, doc, text: str, workload: dict, options: dict, plans: dict, current: str | None = None):
+    def __init__(self, doc, text: str, workload: dict, options, plans: dict, current: str | None = None):
         """``current``: the plan to show (by default the one shown now, if the new plans have it, else the first)."""
         super().__init__(text)
         s = doc.session
         self.doc = doc
-        self.before = (dict(s.workload), dict(s.options), dict(s.plans), s.current)
+        self.before = (dict(s.workload), s.options, dict(s.plans), s.current)
         current = current if current in plans else s.current if s.current in plans else next(iter(plans), None)
-        self.after = (dict(workload), dict(options), dict(plans), current)
+        self.after = (dict(workload), options, dict(plans), current)
 
     def redo(self):
         self.doc.set_workload(*self.after)

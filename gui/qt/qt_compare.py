@@ -32,7 +32,6 @@ from gui.qt.qt_timeline import QtTimeline
 from kernels.control import ControlError
 from kernels.report import Column, compare_rows
 
-
 MODEL_NOTE = ("The (model) rows come from engine/model/ilp.py's dependence-graph model on the plan's arch latencies: "
               "a model, not a measurement. The model time rows come from engine/model/timemodel.py (issue cycles, "
               "occupancy, waves, bytes moved): a model, never a measured time.")

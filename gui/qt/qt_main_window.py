@@ -51,10 +51,9 @@ from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.model.ilp import IlpFigures, plan_ilp
 from engine.plan import Plan
 from engine.planfile import write_plan
-from engine.workloads import setting_label, workload_named
+from engine.workloads import BuildOptions, setting_label, workload_named
 from gui.model import notifications
 from gui.model.session import (
-    DEFAULT_OPTIONS,
     AutosaveSlot,
     Session,
     allocate_all,
@@ -85,7 +84,7 @@ def _planned(plan: Plan):
     return planned(plan, (plan.options or {}).get("arch", DEFAULT_ARCH))
 
 
-def _allocate_job(progress, workload: dict, options: dict) -> dict:
+def _allocate_job(progress, workload: dict, options: BuildOptions) -> dict:
     return allocate_all(workload, options, progress)
 
 
@@ -111,13 +110,11 @@ def _sweep_job(progress, plan: Plan, arch: str):
 def _doctor_job(progress) -> str:
     from kernels.toolchain import doctor
 
-    rows, missing = doctor()
-    found = dict(rows)
-    parts = [f"ptxas {found.get('ptxas', 'missing').split('(')[-1].rstrip(')')}"
-             if "ptxas" in found else "ptxas missing", found.get("nvvm", "NVVM missing").split(" via ")[0]]
-    device = found.get("cuda device", "")
-    parts.append("GPU: " + (device if device and not device.startswith("none") else "no CUDA device"))
-    return "  |  ".join(parts + [f"missing: {m}" for m in missing])
+    found = doctor()
+    ptxas, nvvm = found.tool("ptxas"), found.tool("nvvm")
+    parts = [f"ptxas {ptxas.version}" if ptxas else "ptxas missing", nvvm.version if nvvm else "NVVM missing",
+             "GPU: " + (found.device or "no CUDA device")]
+    return "  |  ".join(parts + [f"missing: {m}" for m in found.missing])
 
 
 class QtMainWindow(QMainWindow):
@@ -380,14 +377,14 @@ class QtMainWindow(QMainWindow):
         plan, s = self.doc.plan, self.doc.session
         if plan is None:
             return ""
-        p = plan.predicted or {}
+        p = plan.predicted
         conflicts = self.doc.conflicts()
         f = self.ilp_of(s.current, plan) if self._ilp_wanted() else None
         model = (f"  |  ILP {f.ilp:.3f} ({f.reference_ilp:.3f} unlimited), {f.cycles} cycles/warp (model)"
                  if isinstance(f, IlpFigures) else "")
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
-                f"{p.get('registers')} registers of {plan.budget}, "
-                f"MAXLIVE {p.get('maxlive')}, {p.get('spilled_values')} spilled  |  "
+                f"{p and p.registers} registers of {plan.budget}, "
+                f"MAXLIVE {p and p.maxlive}, {p and p.spilled_values} spilled  |  "
                 + conflict_summary(conflicts) + model
                 + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
 
@@ -472,25 +469,23 @@ class QtMainWindow(QMainWindow):
         self.progress.setValue(done)
 
     # -- workload --------------------------------------------------------------------------
-    def request_workload(self, workload: dict, options: dict) -> None:
-        options = {**DEFAULT_OPTIONS, **options}
+    def request_workload(self, workload: dict, options: BuildOptions) -> None:
         self.status_text.setText(f"building {config_label(workload)} and running the allocators...")
         self.jobs.start("allocate", _allocate_job, (workload, options),
                         on_done=lambda plans: self._workload_ready(workload, options, plans),
                         on_error=self._job_failed)
 
-    def _workload_ready(self, workload: dict, options: dict, plans: dict) -> None:
+    def _workload_ready(self, workload: dict, options: BuildOptions, plans: dict) -> None:
         """Show the new workload's plans: the plan shown now if there is one of that name, else the best
         verified plan (the status line says which and why)."""
-        text = f"workload {config_label(workload)} (tile {options.get('tile') or 'auto'}, " \
-               f"{options.get('schedule')}, budget {options.get('budget')})"
+        text = f"workload {config_label(workload)} (tile {list(options.tile) if options.tile else 'auto'}, " \
+               f"{options.schedule}, budget {options.budget})"
         best = None if self.doc.session.current in plans else best_plan(plans, self.doc.conflicts)
         self.chosen = (plans[best[0]], best[1]) if best else None
         self.stack.push(WorkloadCommand(self.doc, text, workload, options, plans, best[0] if best else None))
 
-    def allocate_now(self, workload: dict, options: dict) -> None:
+    def allocate_now(self, workload: dict, options: BuildOptions) -> None:
         """The same as changing the workload, in the foreground (scripts, screenshots, tests)."""
-        options = {**DEFAULT_OPTIONS, **options}
         self._workload_ready(workload, options, allocate_all(workload, options))
         self.flush()
 
@@ -560,8 +555,7 @@ class QtMainWindow(QMainWindow):
             notifications.notify(str(e), f"The file was not opened; the session is unchanged.\n\n{path}")
             return False
         workload = plan.workload or {"kind": "program", "name": plan.program.name}
-        options = {**DEFAULT_OPTIONS, **{k: v for k, v in (plan.options or {}).items() if k in DEFAULT_OPTIONS},
-                   "budget": plan.budget}
+        options = BuildOptions.of_plan(plan.options or {}, plan.budget)
         name = Path(path).stem
         self.stack.push(WorkloadCommand(self.doc, f"open {Path(path).name}", workload, options, {name: plan}))
         if workload_named(workload["kind"]).example is not None:   # a config space: the allocators rebuild it
@@ -669,7 +663,7 @@ class QtMainWindow(QMainWindow):
         if plan is None:
             return
         name = self.doc.session.current
-        arch = self.doc.session.options.get("arch", DEFAULT_ARCH)
+        arch = self.doc.session.options.arch
         self.jobs.start("sweep", _sweep_job, (plan, arch),
                         on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
 
@@ -701,7 +695,7 @@ class QtMainWindow(QMainWindow):
         form = QFormLayout(dialog)
         arch, theme = QComboBox(), QComboBox()
         arch.addItems(list(ARCHS))
-        arch.setCurrentText(self.doc.session.options.get("arch", DEFAULT_ARCH))
+        arch.setCurrentText(self.doc.session.options.arch)
         theme.addItems(["light", "dark"])
         form.addRow("architecture (occupancy, bank model)", arch)
         form.addRow("theme", theme)
@@ -711,9 +705,8 @@ class QtMainWindow(QMainWindow):
         form.addRow(buttons)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.set_theme(theme.currentText())
-            if arch.currentText() != self.doc.session.options.get("arch"):
-                self.request_workload(self.doc.session.workload, {**self.doc.session.options,
-                                                                  "arch": arch.currentText()})
+            if arch.currentText() != self.doc.session.options.arch:
+                self.request_workload(self.doc.session.workload, self.doc.session.options.with_(arch=arch.currentText()))
 
     def set_theme(self, theme: str) -> None:
         background, foreground = ("k", "w") if theme == "dark" else ("w", "k")

@@ -306,9 +306,9 @@ class QtPlansList(QWidget):
     @staticmethod
     def plan_text(name: str, plan, broken) -> str:
         """A plan's row: its name, its headline figures and, when it has conflicts, how many (a line each)."""
-        p = plan.predicted or {}
-        return (f"{name}\n  {p.get('registers', registers_used(plan.assignment))} regs, MAXLIVE "
-                f"{p.get('maxlive', '?')}, {p.get('spilled_values', len(plan.spills))} spilled"
+        p = plan.predicted
+        return (f"{name}\n  {p.registers if p else registers_used(plan.assignment)} regs, MAXLIVE "
+                f"{p.maxlive if p else '?'}, {p.spilled_values if p else len(plan.spills)} spilled"
                 + (f"\n  {conflict_summary(broken)}" if broken else ""))
 
     def _with_current(self, fn) -> None:

@@ -33,6 +33,7 @@ from engine.base.errors import RegtuneError
 from engine.model.arch import ARCHS, DEFAULT_ARCH
 from engine.workloads import (  # noqa: F401 (re-exported)
     WORKLOADS,
+    BuildOptions,
     all_config_labels,
     check_workload,
     config_label,
@@ -103,14 +104,14 @@ class QtGemmForm(QGroupBox):
         return {"schedule": self.schedule.currentText(),
                 "tile": [int(x) for x in tile.split("x")] if "x" in tile and "auto" not in tile else None}
 
-    def set_state(self, workload: dict, options: dict) -> None:
+    def set_state(self, workload: dict, options: BuildOptions) -> None:
         self.m.setValue(workload["m"])
         self.n.setValue(workload["n"])
         self.k.setValue(workload["k"])
         self._fill_tiles()
-        tile = options.get("tile")
-        self.tile.setCurrentText(f"{tile[0]}x{tile[1]}" if tile else self.tile.itemText(0))
-        self.schedule.setCurrentText(options.get("schedule", "k-outer"))
+        tile = options.tile
+        self.tile.setCurrentText(f"{tile[0]}x{tile[1]}" if isinstance(tile, tuple) else self.tile.itemText(0))
+        self.schedule.setCurrentText(options.schedule)
 
 
 class QtMhaForm(QGroupBox):
@@ -141,12 +142,12 @@ class QtMhaForm(QGroupBox):
     def options(self) -> dict:
         return {"strategies": [s for s, box in self.strategies.items() if box.isChecked()], "bc": 16}
 
-    def set_state(self, workload: dict, options: dict) -> None:
+    def set_state(self, workload: dict, options: BuildOptions) -> None:
         for w, key in ((self.heads, "heads"), (self.batch, "batch"), (self.head_dim, "head_dim"),
                        (self.groups, "groups")):
             w.setCurrentText(str(workload[key]))
         for s, box in self.strategies.items():
-            box.setChecked(s in (options.get("strategies") or []))
+            box.setChecked(s in options.strategies)
 
 
 #: workload name -> its form (a QGroupBox with ``changed``, ``workload()``, ``options()``, ``set_state()``)
@@ -156,7 +157,7 @@ FORMS = {"gemm": QtGemmForm, "mha": QtMhaForm}
 class QtWorkloadPanel(QWidget):
     """A radio button and a form per workload of :data:`FORMS`, the options every workload shares, a picker."""
 
-    workloadRequested = Signal(dict, dict)
+    workloadRequested = Signal(dict, object)      # workload, BuildOptions
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -219,22 +220,22 @@ class QtWorkloadPanel(QWidget):
     def workload(self) -> dict:
         return self.forms[self._checked()].workload()
 
-    def options(self) -> dict:
+    def options(self) -> BuildOptions:
         out = {"arch": self.arch.currentText(), "budget": self.budget.value(), "headroom": self.headroom.value()}
         for f in self.forms.values():
             out.update(f.options())
-        return out
+        return BuildOptions(**out)
 
-    def set_state(self, workload: dict, options: dict) -> None:
+    def set_state(self, workload: dict, options: BuildOptions) -> None:
         """Show a workload and options without asking for a rebuild (a workload without a form: options only)."""
         self._quiet = True
         form = self.forms.get(workload.get("kind"))
         if form is not None:
             self.radios[workload["kind"]].setChecked(True)
             form.set_state(workload, options)
-        self.arch.setCurrentText(options.get("arch", DEFAULT_ARCH))
-        self.budget.setValue(int(options.get("budget", 255)))
-        self.headroom.setValue(float(options.get("headroom", 0.25)))
+        self.arch.setCurrentText(options.arch)
+        self.budget.setValue(options.budget)
+        self.headroom.setValue(options.headroom)
         self._sync_enabled()
         self._quiet = False
 

@@ -66,9 +66,9 @@ def constants(plan, trips: dict) -> dict:
     """The constants a program kernel module holds: grid, array size, the size parameters' range (the program
     workload's input model), seeds, and how many instructions of spill code the plan has."""
     from engine.check.inputs import Input
+    from engine.ir.spill import remove_spill_code
     from engine.workloads import workload_named
     from engine.workloads.program import ProgramFile
-    from engine.ir.spill import remove_spill_code
 
     lo, hi = workload_named("program").input_model(ProgramFile(), {}).range_of(Input("size"))
     spill_code = len(plan.program.instructions) - len(remove_spill_code(plan.program, plan.spills).instructions)

@@ -28,8 +28,8 @@ from engine.alloc import allocate
 from engine.base.errors import RegtuneError
 from engine.claims import BEST
 from engine.model.arch import DEFAULT_BUILD_ARCHS, load_arch
-from engine.predict import planned_and_run
 from engine.plan import Plan, registers_used
+from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm, gemm_configs
 from kernels.build import build_plan
 

@@ -98,8 +98,8 @@ def report(r: dict, repeat: int) -> str:
         f = r["figures"][a]
         lines.append(f"  {a:<26}{m[a] * 1000:8.1f} ms  + predict {m[a + ' predict'] * 1000:6.1f} ms"
                      f"  + static {m[a + ' static'] * 1000:6.1f} ms"
-                     f"  + execution {m[a + ' execution'] * 1000:7.1f} ms   ({f['registers']} registers, "
-                     f"{f['spilled_values']} spilled, {f['spill_stores']} st.local / {f['spill_loads']} ld.local)")
+                     f"  + execution {m[a + ' execution'] * 1000:7.1f} ms   ({f.registers} registers, "
+                     f"{f.spilled_values} spilled, {f.spill_stores} st.local / {f.spill_loads} ld.local)")
     lines.append(f"  {'TOTAL':<26}{r['total'] * 1000:8.1f} ms  (target: under 1000 ms)")
     lines.append(f"  interference graph: {r['graph'] * 1000:.1f} ms from segments vs {r['all_pairs'] * 1000:.1f} ms "
                  f"all pairs = {r['all_pairs'] / r['graph']:.0f}x faster (target: 10x); same edges: {r['same_graph']}")

@@ -42,7 +42,7 @@ def measure(app, workload: dict, options: dict, repeat: int) -> dict:
     from gui.model.session import DEFAULT_OPTIONS, allocate_all
     from gui.qt.qt_main_window import QtMainWindow
 
-    options = {**DEFAULT_OPTIONS, **options}
+    options = DEFAULT_OPTIONS.with_(**options)
     plans = allocate_all(workload, options)
     small_workload = {"kind": "gemm", "m": 2, "n": 2, "k": 2, "dtype": "f32"}
     small = allocate_all(small_workload, options)

@@ -38,8 +38,8 @@ import statistics
 
 from engine.alloc import allocate
 from engine.model.arch import load_arch
-from engine.predict import planned_and_run
 from engine.plan import Plan, registers_used
+from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm
 from kernels.build import build_plan
 from kernels.codegen import LOAD_ORDERS

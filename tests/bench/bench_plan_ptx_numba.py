@@ -26,8 +26,8 @@ import statistics
 from engine.alloc import allocate
 from engine.claims import BEST
 from engine.model.arch import load_arch
-from engine.predict import planned_and_run
 from engine.plan import Plan, registers_used
+from engine.predict import planned_and_run
 from engine.workloads.mha import Mha, build_mha
 from kernels.build import build_plan
 from kernels.plan_ptx import plan_ptx, plan_ptx_figures

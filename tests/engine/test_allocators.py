@@ -36,9 +36,9 @@ def test_every_allocator_is_correct_on_random_programs(name, program, budget):
     event(f"{len(program.blocks)} blocks" if len(program.blocks) < 4 else "4+ blocks")
     verify_plan(plan)
     assert plan.allocator == name
-    assert plan.predicted["registers"] <= budget
+    assert plan.predicted.registers <= budget
     assert set(plan.spills) <= set(plan.program.values)
-    assert bool(plan.spills) == (plan.predicted["spill_stores"] > 0)
+    assert bool(plan.spills) == (plan.predicted.spill_stores > 0)
 
 
 @pytest.mark.parametrize("name", ["linear-scan", "chaitin-briggs"])
@@ -48,7 +48,7 @@ def test_interval_graphs_colour_with_maxlive_registers(name, program, budget):
     plan = predicted_plan(allocate(name, program, budget))
     if maxlive <= budget:
         assert plan.spills == {}
-        assert plan.predicted["registers"] == maxlive
+        assert plan.predicted.registers == maxlive
     else:
         assert plan.spills
 
@@ -61,7 +61,7 @@ def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
     def sample(program):
         plan = predicted_plan(allocate("dsatur", program))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
-        counts[plan.predicted["registers"] - analyze(program).maxlive] += 1
+        counts[plan.predicted.registers - analyze(program).maxlive] += 1
 
     from hypothesis import settings
 

@@ -78,5 +78,5 @@ def test_plans_predict_bank_conflicts_under_their_arch():
     program, _ = build_gemm(Gemm(4, 4, 4))
     plan = predicted_plan(allocate("dsatur", program))
     expected, _ = bank_conflicts(plan.program, plan.assignment, load_arch("sm_80").bank_model)
-    assert plan.predicted["bank_conflicts"] == expected > 0
-    assert plan.predicted["bank_model"] == "sm_80: two-banks-two-reads"
+    assert plan.predicted.bank_conflicts == expected > 0
+    assert plan.predicted.bank_model == "sm_80: two-banks-two-reads"

@@ -72,7 +72,7 @@ def test_spill_keeps_the_plan_valid_and_unspill_restores_it(plan):
     assert spilled.conflicts == ()
     assert "st.local" in str(spilled.plan.program) and spilled.plan.spills == {"acc_0_0": 0}
     figures = predict(spilled.plan, spilled.analysis)
-    assert figures["spill_stores"] == 2 and figures["spill_loads"] == 2
+    assert figures.spill_stores == 2 and figures.spill_loads == 2
     verify_execution(spilled.plan.program, spilled.plan.assignment, spilled.plan.spills)
     back = apply_edit(spilled.plan, spilled.inverse)
     assert back.plan == plan
@@ -125,7 +125,7 @@ def test_schedule_edit_recomputes_pressure_and_keeps_the_assignment(plan):
     result = apply_edit(plan, Move(2, 8))
     assert result.rejected is None and result.conflicts == ()
     assert str(result.plan.program.instructions[8]) == "%pc:u64 = param C"
-    assert analyze(result.plan.program).maxlive == before - 2 == predict(result.plan, result.analysis)["maxlive"]
+    assert analyze(result.plan.program).maxlive == before - 2 == predict(result.plan, result.analysis).maxlive
     assert result.plan.assignment == plan.assignment
     assert apply_edit(result.plan, result.inverse).plan == plan
 

@@ -11,6 +11,7 @@ from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
 from engine.predict import predicted_plan
+from engine.workloads import BuildOptions
 from engine.workloads.gemm import (
     SCHEDULES,
     Gemm,
@@ -80,9 +81,9 @@ def test_the_registered_workload_builds_what_build_gemm_builds():
 
     w = workload_named("gemm")
     config, options = w.from_flags({"m": 8, "n": 4, "k": 3, "tile": "2x4", "schedule": "dot"})
-    assert w.build(config, {**options, "budget": 64}) == build_gemm(Gemm(8, 4, 3), (2, 4), "dot")
-    assert w.build(Gemm(8, 8, 8), {"budget": 64, "headroom": 0.5}) == build_gemm(Gemm(8, 8, 8), headroom=0.5)
-    assert w.build(Gemm(8, 8, 8), {"tile": "fit", "budget": 64, "headroom": 0.5}) \
+    assert w.build(config, options.with_(budget=64)) == build_gemm(Gemm(8, 4, 3), (2, 4), "dot")
+    assert w.build(Gemm(8, 8, 8), BuildOptions(budget=64, headroom=0.5)) == build_gemm(Gemm(8, 8, 8), headroom=0.5)
+    assert w.build(Gemm(8, 8, 8), BuildOptions(tile="fit", budget=64, headroom=0.5)) \
         == build_gemm(Gemm(8, 8, 8), limit=64, headroom=0.5)
 
 
@@ -92,9 +93,9 @@ def test_the_budget_never_changes_the_default_tile_and_fit_asks_for_it():
 
     w = workload_named("gemm")
     big = Gemm(16, 16, 16)
-    default = w.build(big, {"budget": 255})[1]["tile"]
-    assert w.build(big, {"budget": 32})[1]["tile"] == default
-    fitted = w.build(big, {"budget": 32, "tile": "fit"})[1]["tile"]
+    default = w.build(big, BuildOptions(budget=255))[1]["tile"]
+    assert w.build(big, BuildOptions(budget=32))[1]["tile"] == default
+    fitted = w.build(big, BuildOptions(budget=32, tile="fit"))[1]["tile"]
     assert fitted[0] * fitted[1] < default[0] * default[1]
     assert analyze(gemm_program(big, tuple(fitted))).maxlive <= 0.75 * 32
     with pytest.raises(RegtuneError, match="--tile must be TMxTN"):

@@ -19,7 +19,7 @@ from engine.ir.core import Block, Program, replace_blocks
 from engine.ir.parser import parse
 from engine.ir.spill import remove_spill_code
 from engine.planfile import plan_from_dict, plan_to_dict
-from engine.workloads import build_workload
+from engine.workloads import BuildOptions, build_workload
 from engine.workloads.gemm import Gemm, build_gemm
 
 
@@ -181,7 +181,7 @@ def test_every_legal_schedule_edit_is_still_proved_the_workloads_program(data):
             plan = apply_edit(plan, Move(index, to)).plan
     proof = prove_identity(plan.program, plan.spills, plan.workload, plan.options)
     original = remove_spill_code(plan.program, plan.spills)
-    assert proof is not None and (proof.moved == 0) == (original == build_workload(plan.workload, plan.options)[0])
+    assert proof is not None and (proof.moved == 0) == (original == build_workload(plan.workload, BuildOptions.of_plan(plan.options))[0])
     assert proof.moved == 0 or proof.inputs >= 6      # the second opinion ran on the cases and random inputs
 
 
@@ -247,7 +247,8 @@ def test_a_move_that_only_spill_code_allows_is_refused_so_every_legal_edit_still
     from engine.alloc.hand import Spill
     from engine.workloads import build_workload as build
 
-    program, workload, options = build({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4}, {})
+    program, workload, options = build({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4},
+                                       BuildOptions())
     plan = apply_edit(allocate("dsatur", program, 255).plan(workload=workload, options=options), Spill("tk")).plan
 
     def up(plan, i):

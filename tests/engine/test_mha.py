@@ -9,6 +9,7 @@ from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
 from engine.predict import predicted_plan
+from engine.workloads import BuildOptions
 from engine.workloads.mha import (
     GROUPS,
     HEAD_DIMS,
@@ -92,6 +93,6 @@ def test_the_registered_workload_builds_what_build_mha_builds():
     w = workload_named("mha")
     config, options = w.from_flags({"heads": 16, "batch": 1, "head_dim": 32, "groups": 2,
                                     "strategies": "fp16-softmax, head-shared", "bc": 4, "projection": False})
-    assert options["strategies"] == ("fp16-softmax", "head-shared")
+    assert options.strategies == ("fp16-softmax", "head-shared") and options.bc == 4
     assert w.build(config, options) == build_mha(Mha(16, 1, 32, 2), ("fp16-softmax", "head-shared"), 4)
-    assert w.build(config, {"projection": True}) == build_mha(Mha(16, 1, 32, 2), projection=True)
+    assert w.build(config, BuildOptions(projection=True)) == build_mha(Mha(16, 1, 32, 2), projection=True)

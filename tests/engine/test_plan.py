@@ -1,5 +1,6 @@
 """Plan files: round trips, atomic writes, and loaders that reject bad input in one line."""
 
+import dataclasses
 import json
 import os
 import stat
@@ -13,7 +14,7 @@ from engine.base.errors import InterpreterError, RegtuneError
 from engine.check.verify import static_conflicts, verify_execution
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.plan import Plan
+from engine.plan import Figures, Plan
 from engine.planfile import FORMAT, load_plan, plan_from_dict, plan_to_dict, write_plan
 from engine.predict import planned_and_run, predicted_plan
 from tests.engine.strategies import examples, programs
@@ -37,7 +38,7 @@ def test_round_trip_through_a_file(tmp_path, plan):
 def test_write_is_atomic_and_leaves_no_temporary(tmp_path, plan):
     path = tmp_path / "p.json"
     path.write_text("old contents")
-    unserialisable = plan.with_(measured={"bad": object()})
+    unserialisable = plan.with_(workload={"bad": object()})
     with pytest.raises(TypeError):
         write_plan(unserialisable, path)
     assert path.read_text() == "old contents"
@@ -68,6 +69,12 @@ def _good(plan):
         (lambda d: d["assignment"].update(ghost=[0]), "%ghost has a register but the program never defines it"),
         (lambda d: d["spills"].update(a_0_0=-1), "spill slot of %a_0_0 must be an integer in 0..131071, got -1"),
         (lambda d: d["spills"].update(ghost=3), "spill slot 3 is for %ghost, which the program never defines"),
+        (lambda d: d["predicted"].update(maxlive=-1), "field 'predicted': figure 'maxlive' must be an integer >= 0, got -1"),
+        (lambda d: d["predicted"].pop("moves"), "field 'predicted': missing figure 'moves'"),
+        (lambda d: d["predicted"].update(speed=1), "field 'predicted': unknown figure 'speed'"),
+        (lambda d: d["predicted"].pop("spill_loads_executed"), "field 'predicted': the executed spill figures must be"),
+        (lambda d: d.update(measured={"registers": 9}), "field 'measured' must be empty ({}) where present"),
+        (lambda d: d.update(measured=[]), "field 'measured' must be empty ({}) where present: a plan file holds no measured figures (the build report does), got []"),
     ],
 )
 def test_bad_fields_are_named(tmp_path, plan, mutate, message):
@@ -80,6 +87,27 @@ def test_bad_fields_are_named(tmp_path, plan, mutate, message):
     assert str(err.value).startswith(f"{path}: ")
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_files_carry_no_measured_field_and_old_files_with_an_empty_one_still_load(tmp_path, plan):
+    """RegTune never wrote measured figures into a plan: issue 20 dropped the always-empty field from files."""
+    data = _good(plan)
+    assert "measured" not in data and list(data)[-1] == "predicted"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**data, "measured": {}}))
+    assert load_plan(path) == plan
+
+
+def test_figures_cross_the_file_as_a_dict_and_come_back_typed(plan):
+    assert isinstance(plan.predicted, Figures) and plan.predicted.executed
+    data = _good(plan)["predicted"]
+    assert list(data) == [f.name for f in dataclasses.fields(Figures) if f.name != "executed_note"]
+    assert Figures.from_dict(data) == plan.predicted
+    assert plan_from_dict({**_good(plan), "predicted": {}}).predicted is None
+    failed = dataclasses.replace(plan.predicted, spill_stores_executed=None, spill_loads_executed=None,
+                                 executed_note="step limit")
+    assert list(failed.to_dict())[-3:] == ["spill_stores_executed", "spill_loads_executed", "executed_note"]
+    assert Figures.from_dict(failed.to_dict()) == failed
 
 
 def test_shared_register_names_values_instruction_and_register(tmp_path, plan):
@@ -204,7 +232,7 @@ def _undefined(program):
 
 def test_plan_is_a_value(plan):
     assert plan == Plan(plan.program, dict(plan.assignment), dict(plan.spills), plan.budget, plan.allocator,
-                        predicted=dict(plan.predicted))
+                        predicted=dataclasses.replace(plan.predicted))
 
 
 def test_written_files_honour_the_umask_and_leave_no_temporary(tmp_path):

@@ -17,11 +17,11 @@ def mha_program():
 def test_every_allocator_reports_the_programs_maxlive(mha_program):
     maxlive = analyze(mha_program).maxlive
     plans = {name: predicted_plan(allocate(name, mha_program, 255)) for name in sorted(ALLOCATORS)}
-    assert {name: p.predicted["maxlive"] for name, p in plans.items()} == dict.fromkeys(plans, maxlive)
+    assert {name: p.predicted.maxlive for name, p in plans.items()} == dict.fromkeys(plans, maxlive)
     for p in plans.values():
-        assert p.predicted["peak_with_spill_code"] == analyze(p.program).maxlive
+        assert p.predicted.peak_with_spill_code == analyze(p.program).maxlive
     naive = plans["naive"]
-    assert naive.spills and naive.predicted["peak_with_spill_code"] != maxlive   # 107 against 115 (the issue)
+    assert naive.spills and naive.predicted.peak_with_spill_code != maxlive   # 107 against 115 (the issue)
 
 
 def test_a_plan_read_back_without_its_allocation_gives_the_same_figures(mha_program):

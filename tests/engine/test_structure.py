@@ -16,7 +16,6 @@ from engine.ir.cfg import (
     Code,
     If,
     Loop,
-    Return,
     Seq,
     StructureError,
     adjust_trips,

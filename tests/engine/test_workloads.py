@@ -12,6 +12,7 @@ from engine.ir.core import Program
 from engine.ir.parser import parse
 from engine.workloads import (
     WORKLOADS,
+    BuildOptions,
     Flag,
     Workload,
     check_workload,
@@ -101,7 +102,7 @@ class DotWorkload:
         return InputModel.of({"%tid.x": (0, 31), "%ctaid.x": (0, 0), "batch": (8, 24)})
 
     def from_flags(self, values):
-        return Dot(values["length"]), {}
+        return Dot(values["length"]), BuildOptions()
 
 
 DOT_HARNESS = '''

@@ -37,7 +37,7 @@ from engine.claims import BEST
 from engine.model.arch import ARCHS
 from engine.plan import Plan, registers_used
 from engine.predict import predicted_plan
-from engine.workloads import build_workload, parse_config_label
+from engine.workloads import BuildOptions, build_workload, parse_config_label
 
 #: the fixed set: GEMM shapes from tiny to the space's largest, and MHA configs across heads, batch, head_dim, groups
 CONFIGS = (
@@ -55,7 +55,7 @@ BUDGET = 255
 
 def best_plan(label: str) -> Plan:
     """The best allocator's plan of the config ``label`` at budget 255 (see the module docstring)."""
-    program, workload, options = build_workload(parse_config_label(label), {})
+    program, workload, options = build_workload(parse_config_label(label), BuildOptions())
     plans = [predicted_plan(allocate(name, program, BUDGET), workload=workload, options=options) for name in BEST]
     return min(plans, key=lambda p: (len(p.spills), registers_used(p.assignment), BEST.index(p.allocator)))
 

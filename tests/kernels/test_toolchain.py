@@ -22,6 +22,16 @@ def test_tools_come_from_nvidia_wheels():
     assert toolchain.nvvm_version().startswith("NVVM ")
 
 
+def test_doctor_returns_a_record_of_each_tool_and_its_version():
+    found = toolchain.doctor()
+    assert [f.name for f in found.found] == ["ptxas", "nvdisasm", "nvvm"] and found.ok and found.missing == ()
+    ptxas = found.tool("ptxas")
+    assert ptxas.version == toolchain.tool_version("ptxas") and ptxas.version.startswith("release 13")
+    assert ptxas.detail == f"{find_tool('ptxas')} ({ptxas.version})"
+    assert found.tool("nvvm").version == toolchain.nvvm_version()
+    assert found.rows[-1] == ("cuda device", found.device or toolchain.NO_DEVICE)
+
+
 def test_a_missing_tool_names_its_package(monkeypatch):
     import cuda.pathfinder
 

@@ -113,7 +113,7 @@ def test_a_key_twice_in_a_session_file_is_named(tmp_path):
         save_session,
     )
 
-    session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan_from_dict(good_plan())}, "naive", [])
+    session = Session(dict(DEFAULT_WORKLOAD), DEFAULT_OPTIONS, {"naive": plan_from_dict(good_plan())}, "naive", [])
     path = save_session(session, tmp_path / "autosave.json")
     text = path.read_text()
     assert '"budget": ' in text

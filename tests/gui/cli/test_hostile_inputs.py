@@ -150,7 +150,7 @@ def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):
     )
 
     plan = plan_from_dict(good_plan(), "good")
-    session = Session(dict(DEFAULT_WORKLOAD), dict(DEFAULT_OPTIONS), {"naive": plan}, "naive", [])
+    session = Session(dict(DEFAULT_WORKLOAD), DEFAULT_OPTIONS, {"naive": plan}, "naive", [])
     path = save_session(session, tmp_path / "autosave.json")
     assert load_session(path).plans["naive"] == plan
     data = json.loads(path.read_text())

@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from engine.alloc.hand import Move, Spill
+from engine.workloads import BuildOptions
 from gui.entry import command
 from gui.model.session import autosave_path
 from gui.qt.qt_app import NOISE, drop_noise
@@ -111,7 +112,7 @@ def test_two_open_windows_autosave_apart_and_the_second_is_not_offered_the_first
     qtbot.addWidget(second)
     assert second.autosave_slot.path != window.autosave_slot.path
     assert not second.autosave_slot.orphaned and "restored" not in second.status_text.text()
-    second.allocate_now({"kind": "gemm", "m": 2, "n": 2, "k": 2, "dtype": "f32"}, {})
+    second.allocate_now({"kind": "gemm", "m": 2, "n": 2, "k": 2, "dtype": "f32"}, BuildOptions())
     assert json.loads(autosave_path().read_text()) == first      # the first window's autosave untouched
     assert json.loads(second.autosave_slot.path.read_text())["workload"]["m"] == 2
     second.close()
@@ -161,3 +162,25 @@ def test_the_pressure_line_is_called_maxlive_only_for_the_program_without_spill_
     window.flush()
     peak = window.doc.analysis().maxlive
     assert window.timeline.maxlive_line.label.toPlainText() == f"peak with spill code {peak}"
+
+
+def test_the_toolchain_line_reads_the_doctor_record_and_names_a_missing_tool(monkeypatch):
+    import cuda.pathfinder
+
+    from engine.base.jobs import NullProgress
+    from gui.qt.qt_main_window import _doctor_job
+    from kernels import toolchain
+
+    found = toolchain.doctor()
+    line = _doctor_job(NullProgress())
+    assert line == (f"ptxas {found.tool('ptxas').version}  |  {found.tool('nvvm').version}  |  "
+                    f"GPU: {found.device or 'no CUDA device'}")
+    real = cuda.pathfinder.find_nvidia_binary_utility
+    toolchain.find_tool.cache_clear()
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_binary_utility", lambda name: None if name == "ptxas" else real(name))
+    try:
+        line = _doctor_job(NullProgress())
+    finally:
+        toolchain.find_tool.cache_clear()
+    assert line.startswith(f"ptxas missing  |  {found.tool('nvvm').version}  |  GPU: ")
+    assert line.endswith("  |  missing: ptxas not found in NVIDIA's pip wheels; pip install nvidia-cuda-nvcc")

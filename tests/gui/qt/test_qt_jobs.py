@@ -8,6 +8,7 @@ import time
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from engine.workloads import BuildOptions
 from gui.qt.qt_main_window import QtMainWindow
 
 
@@ -63,7 +64,7 @@ def test_cancel_and_a_new_build_kill_the_running_build_worker_at_once(qtbot, tmp
     monkeypatch.setenv("REGTUNE_CACHE_DIR", str(tmp_path / "cold-cache"))    # NVVM runs: the build takes a while
     window = QtMainWindow(restore=False, start_jobs=False)
     qtbot.addWidget(window)
-    window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
+    window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, BuildOptions(tile=(4, 4)))
     plans = dict(window.doc.session.plans)
     before = _descendants(os.getpid())                  # a whole test run may hold a pool of its own
 
@@ -86,7 +87,7 @@ def test_the_window_sweep_reaches_the_last_cap_with_stack_bytes(qtbot, tmp_path,
     monkeypatch.setenv("REGTUNE_SESSION_DIR", str(tmp_path / "session"))
     window = QtMainWindow(restore=False, start_jobs=False)
     qtbot.addWidget(window)
-    window.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [4, 4]})
+    window.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, BuildOptions(tile=(4, 4)))
     window.budget_sweep()
     window.wait_for_jobs(300000)
     assert window.last_error is None, window.last_error

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 from engine.alloc.hand import Move
 from engine.analysis.liveness import analyze
 from engine.planfile import load_plan, plan_to_dict
+from engine.workloads import BuildOptions
 from gui.model.session import autosave_path
 from gui.qt.qt_main_window import QtMainWindow
 from tests.gui.qt.windows import open_window
@@ -40,7 +41,7 @@ def test_timeline_has_a_bar_per_live_segment_and_the_pressure_peak_is_maxlive(wi
     expected += len(plan.spills)
     assert _bars(window) == expected
     x, y = window.timeline.curve.getData()
-    assert int(np.max(y)) == a.maxlive == plan.predicted["maxlive"]
+    assert int(np.max(y)) == a.maxlive == plan.predicted.maxlive
     px, py = window.timeline.peak.getData()
     assert int(py[0]) == a.maxlive and int(px[0]) == a.peak
     assert window.timeline.maxlive_line.value() == a.maxlive
@@ -96,7 +97,7 @@ def test_dragging_a_value_onto_a_busy_register_shows_the_conflict_and_undo_resto
 
 def test_moving_instructions_changes_the_pressure_and_the_built_kernel_follows(window, qtbot):
     window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
-                        {"tile": [4, 4], "schedule": "load-all-first"})
+                        BuildOptions(tile=(4, 4), schedule="load-all-first"))
     window.doc.set_current("linear-scan")
     window.flush()
     program = window.doc.plan.program

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.alloc.hand import Assign
 from engine.analysis.liveness import analyze
+from engine.workloads import BuildOptions
 from gui.qt.qt_timeline import CONFLICT_COLOUR
 from tests.gui.qt.windows import open_window
 
@@ -161,9 +162,9 @@ def test_the_window_opens_on_the_best_verified_plan_and_says_which(qtbot):
     window = QtMainWindow(restore=False, start_jobs=False)
     qtbot.addWidget(window)
     window.show()
-    window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"tile": [4, 4]})
+    window.allocate_now({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, BuildOptions(tile=(4, 4)))
     plans = window.doc.session.plans
-    figures = {n: (p.predicted["registers"], p.predicted["spilled_values"]) for n, p in plans.items()}
+    figures = {n: (p.predicted.registers, p.predicted.spilled_values) for n, p in plans.items()}
     best = min(figures.values())
     current = window.doc.session.current
     assert figures[current] == best and figures["naive"] > best

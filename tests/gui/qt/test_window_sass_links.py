@@ -15,12 +15,13 @@ from PySide6.QtWidgets import QApplication
 
 from engine.alloc.hand import Move
 from engine.analysis.liveness import analyze
+from engine.workloads import BuildOptions
 from gui.qt.qt_compare import QtSassView
 from gui.qt.qt_main_window import QtMainWindow
 from kernels.control import parse_hex
 from kernels.pipeline import measure
 
-WORKLOAD, OPTIONS = {"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [4, 4]}
+WORKLOAD, OPTIONS = {"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, BuildOptions(tile=(4, 4))
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QToolBar
 
 from engine.alloc.hand import Move
+from engine.workloads import BuildOptions
 from gui.model.registers import natural_key
 from gui.qt.qt_main_window import QtMainWindow
 from tests.gui.qt.windows import open_window
@@ -80,7 +81,7 @@ def mha_window(qapp):
     window.resize(1500, 950)
     window.show()
     window.allocate_now({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4, "seq_len": 2048,
-                         "dtype": "f32"}, {})
+                         "dtype": "f32"}, BuildOptions())
     QApplication.processEvents()
     yield window
     window.dispose()
