@@ -36,7 +36,7 @@ def texts(name: str) -> dict[str, str]:
     from engine.ir.core import print_program
     from engine.planfile import plan_to_dict
     from engine.predict import planned_and_run
-    from engine.workloads import build_workload
+    from engine.workloads import BuildOptions, build_workload
     from engine.workloads.program import read
     from kernels.codegen import kernel_source
 
@@ -46,7 +46,7 @@ def texts(name: str) -> dict[str, str]:
         workload = {"kind": "program", "name": program.name, "source": source}
         options = {}
     else:
-        program, workload, options = build_workload(source, {})
+        program, workload, options = build_workload(source, BuildOptions())
     plan = planned_and_run(allocate(allocator, program, budget), workload=workload, options=options)
     return {".plan.json": json.dumps(plan_to_dict(plan), indent=1) + "\n",
             ".spilled.ir": print_program(plan.program),

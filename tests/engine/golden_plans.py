@@ -26,7 +26,9 @@ the pressure with spill code its own name (``peak_with_spill_code``, what
 figures' old names through a translation; at issue 20 they were written
 again under today's names, after every plan had hashed to its old digest
 under that translation (80 of 80), so they still pin the plans of
-before the redesign. On a deliberate rename, write them again.
+before the redesign; and again when plan files stopped carrying an
+empty "measured" field (issue 20: 80 of 80 equal the plans before,
+that field removed). On a deliberate rename, write them again.
 """
 
 from __future__ import annotations

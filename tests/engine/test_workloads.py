@@ -169,9 +169,9 @@ def _allocated(tmp_path, capsys=None, length=5):
     from engine.alloc import allocate
     from engine.planfile import write_plan
     from engine.predict import planned_and_run
-    from engine.workloads import build_workload
+    from engine.workloads import BuildOptions, build_workload
 
-    program, workload, options = build_workload({"kind": "dot", "length": length}, {})
+    program, workload, options = build_workload({"kind": "dot", "length": length}, BuildOptions())
     plan = planned_and_run(allocate("dsatur", program, 24), workload=workload, options=options)
     return write_plan(plan, tmp_path / "dot.json")
 
