@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 from engine.alloc.hand import Assign
 from engine.model.arch import DEFAULT_BUILD_ARCHS
 from engine.plan import registers_used
+from engine.workloads import BuildOptions
 from gui.qt.qt_main_window import QtMainWindow
 from kernels.plan_ptx import plan_ptx_figures
 
@@ -20,7 +21,7 @@ def _window(qtbot) -> QtMainWindow:
     w.resize(1500, 950)
     w.show()
     w.live.enabled = True                   # the live figures only: no doctor job, no allocation job
-    w.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, {"tile": [4, 4]})
+    w.allocate_now({"kind": "gemm", "m": 4, "n": 4, "k": 4, "dtype": "f32"}, BuildOptions(tile=(4, 4)))
     return w
 
 
