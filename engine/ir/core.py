@@ -120,9 +120,13 @@ class Instruction:
     #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
     phase: str | None = None
 
-    @property
+    @cached_property
     def uses(self) -> tuple[str, ...]:
-        """Names of the values read, operands first, then the guard."""
+        """Names of the values read, operands first, then the guard.
+
+        Computed once per instruction (every analysis, check and model reads it; the instruction is frozen);
+        kept in the instance's ``__dict__``, which equality, hashing and printing never look at.
+        """
         return _uses(self.operands, self.guard)
 
     @property

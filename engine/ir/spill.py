@@ -44,7 +44,7 @@ import numpy as np
 
 from engine.base.fields import digits
 from engine.base.limits import MAX_SPILL_SLOT
-from engine.ir.core import Block, Imm, Instruction, Program, Use, Value, replace_blocks
+from engine.ir.core import Block, Imm, Instruction, Program, Use, Value, _uses, replace_blocks
 
 
 def spill_slot(ins: Instruction) -> int | None:
@@ -63,11 +63,35 @@ def spill_slot(ins: Instruction) -> int | None:
 
 
 def _store(value: Value, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction("st.local", (), (_slot(slot), Use(value.name)), phase=phase)
+    return _instruction("st.local", (), (_slot(slot), _use(value.name)), None, False, phase, (value.name,))
 
 
 def _reload(name: str, type_: str, slot: int, phase: str | None = None) -> Instruction:
-    return Instruction("ld.local", (Value(name, type_),), (_slot(slot),), phase=phase)
+    return _instruction("ld.local", (_value(name, type_),), (_slot(slot),), None, False, phase, ())
+
+
+# Spill code is most of the instructions a spilling allocator writes (naive's 5k-instruction benchmark program
+# gets 17k of them), so they are made without the dataclasses' generated __init__, which sets each field through
+# object.__setattr__ (twice the cost). Each builder gives every field, so its object equals the one
+# the constructor makes; an instruction's ``uses`` (a cached property) is filled in with what it would compute.
+
+def _instruction(opcode, defs, operands, guard, negated, phase, uses, _new=object.__new__, _cls=Instruction):
+    ins = _new(_cls)
+    ins.__dict__.update(opcode=opcode, defs=defs, operands=operands, guard=guard, guard_negated=negated, phase=phase,
+                        uses=uses)
+    return ins
+
+
+def _value(name: str, type_: str, _new=object.__new__, _cls=Value) -> Value:
+    v = _new(_cls)
+    v.__dict__.update(name=name, type=type_)
+    return v
+
+
+def _use(name: str, _new=object.__new__, _cls=Use) -> Use:
+    u = _new(_cls)
+    u.__dict__["name"] = name
+    return u
 
 
 @dataclass(frozen=True)
@@ -223,15 +247,20 @@ class _Insertion:
                 before.append(_reload(copy, values[name].type, slots[name], phase))
         operands = ins.operands
         if renamed:
-            operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
+            operands = tuple([_use(renamed[op.name]) if op.__class__ is Use and op.name in renamed else op
+                              for op in operands])
         defs, after = ins.defs, []
         if any(d.name in slots for d in defs):
-            defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
+            defs = tuple([_value(self.def_name(d.name), d.type) if d.name in slots else d
+                          for d in ins.defs])
             spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
             if ins.guard is not None:
                 before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
             after = [_store(d, slot, phase) for d, slot in spilled]
-        return before, Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
+        elif not renamed:
+            return before, ins, after
+        main = _instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase, _uses(operands, ins.guard))
+        return before, main, after
 
     def _code(self, known: SpillCode | None) -> SpillCode:
         """This insertion's spill code, with ``known`` (the old program's) moved to its new positions."""

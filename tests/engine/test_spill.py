@@ -67,3 +67,17 @@ def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, 
     assert set(found.loads) | set(found.stores) == _find_spill_code(a.program, a.spills)[0]
     opcode = [ins.opcode for ins in a.program.instructions]
     assert {opcode[i] for i in found.loads} <= {"ld.local"} and {opcode[i] for i in found.stores} <= {"st.local"}
+
+
+@given(st.data(), programs(mixed=True))
+def test_spill_code_made_without_the_constructors_equals_the_parsed_text(data, program):
+    """Spill insertion builds its instructions without the dataclasses' __init__: each equals, hashes and
+    reads (``uses``) like the one the parser makes from the printed text."""
+    from engine.ir.core import _uses
+
+    names = sorted(n for n, v in program.values.items() if v.width)
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4)) if names else []
+    spilled = insert_spill_code(program, {n: 100 + k for k, n in enumerate(chosen)})
+    again = parse(print_program(spilled))
+    assert spilled == again and hash(spilled.instructions) == hash(again.instructions)
+    assert [ins.uses for ins in spilled.instructions] == [_uses(ins.operands, ins.guard) for ins in again.instructions]
