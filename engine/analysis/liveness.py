@@ -100,10 +100,19 @@ class Analysis(PressureFigures):
 
     @cached_property
     def interference(self):
-        """The interference graph (see :mod:`engine.analysis.interference`)."""
-        from engine.analysis.interference import build_interference
+        """The interference graph (see :mod:`engine.analysis.interference`).
 
-        return build_interference(self)
+        Built from the segments; or, for an analysis after spill code whose previous analysis had its
+        graph built (:func:`engine.analysis.respill.analyze_spilled` notes that previous analysis and the
+        values the spill code changed), updated from that graph, with the same edges.
+        """
+        from engine.analysis.interference import build_interference, updated_interference
+
+        basis = self.__dict__.pop("_interference_basis", None)
+        if basis is None:
+            return build_interference(self)
+        previous, changed = basis
+        return updated_interference(previous, previous.interference, self, changed)
 
     @cached_property
     def occurrences(self) -> np.ndarray:

@@ -39,7 +39,6 @@ from engine.analysis.liveness import (
     analyze,
     merge_adjacent,
 )
-from engine.analysis.interference import updated_interference
 from engine.ir.core import Program
 from engine.ir.spill import SpillInsertion
 
@@ -52,18 +51,16 @@ def analyze_spilled(previous: Analysis, insertion: SpillInsertion) -> Analysis:
     """The analysis of ``insertion.program``, updated from ``previous``, the analysis of ``insertion.before``.
 
     When ``previous`` has built its interference graph (a colouring allocator asked for it), the new
-    analysis's graph is updated from it for the values the insertion changed
-    (:func:`engine.analysis.interference.updated_interference`) instead of being built again when asked for.
+    analysis's graph, if it is asked for, is updated from it for the values the insertion changed
+    (:func:`engine.analysis.interference.updated_interference`) instead of being built again; an
+    allocator that never reads the graph (linear scan, naive) pays for neither.
     """
     try:
         analysis = _Update(previous, insertion).analysis()
     except _Fallback:
         analysis = analyze(insertion.program)
-    graph = previous.__dict__.get("interference")     # the cached property's value, if it was ever computed
-    if graph is not None and insertion.before is previous.program:
-        # filled in as the cached property would be: the graph of this analysis, from the graph of the last
-        analysis.__dict__["interference"] = updated_interference(previous, graph, analysis,
-                                                                 set(insertion.slots) | insertion.copies)
+    if "interference" in previous.__dict__ and insertion.before is previous.program:  # the cached graph is there
+        analysis.__dict__["_interference_basis"] = (previous, set(insertion.slots) | insertion.copies)
     return analysis
 
 
