@@ -314,25 +314,24 @@ def _renumbered(graph: Interference, remap: np.ndarray, names, widths, u: np.nda
         cols = remap[graph.indices]
         once = (rows >= 0) & (cols >= 0) & (rows < cols)
         return _csr(names, widths, np.concatenate([rows[once], u]), np.concatenate([cols[once], v]))
+    # the entries that stay: in rows that stay (a dropped value's row is one range), at values that stay
     keep = ok[graph.indices]
-    keep &= np.repeat(ok, graph.degree)
+    bounds = graph.indptr
+    dropped = np.flatnonzero(~ok)
+    for c in dropped.tolist():
+        keep[bounds[c] : bounds[c + 1]] = False
     cols = remap[graph.indices[keep]]
-    # entries kept per old row, then per new row (the kept rows keep their order)
-    total = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(keep, out=total[1:])
+    # a kept row loses one entry per dropped neighbour, and by symmetry those are the dropped rows' entries
+    lost = np.bincount(graph.indices[_ranges(bounds[dropped], bounds[dropped + 1])], minlength=len(remap))
     kept = np.zeros(n, dtype=np.int64)
-    kept[kept_values] = (total[graph.indptr[1:]] - total[graph.indptr[:-1]])[ok]
+    kept[kept_values] = (graph.degree - lost)[ok]
     src, dst = np.concatenate([u, v]), np.concatenate([v, u])
     order = np.argsort(src, kind="stable")
     src, dst = src[order], dst[order]
-    added = np.bincount(src, minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(kept + added, out=indptr[1:])
-    # each row: its kept entries in their old order, then its new ones
-    indices = np.empty(indptr[-1], dtype=graph.indices.dtype)
-    shift = indptr[:-1] - (np.cumsum(kept) - kept)
-    indices[np.arange(len(cols)) + np.repeat(shift, kept)] = cols
-    indices[np.arange(len(src)) + (indptr[:-1] + kept - (np.cumsum(added) - added))[src]] = dst
+    np.cumsum(kept + np.bincount(src, minlength=n), out=indptr[1:])
+    # each row: its kept entries in their old order, then its new ones (inserted at the end of its kept run)
+    indices = np.insert(cols, np.cumsum(kept)[src], dst.astype(cols.dtype, copy=False))
     return Interference(names, widths, indptr, indices)
 
 
