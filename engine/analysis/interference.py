@@ -279,13 +279,13 @@ def _changed_pairs(by_start, s, e, is_changed):
     # (a) segments starting inside a changed one (itself included: dropped below as u == v)
     lo, hi = np.searchsorted(s, s[c], side="left"), np.searchsorted(s, e[c], side="right")
     src_a = np.repeat(c, hi - lo)
-    dst_a = _ranges(lo, hi)
+    dst_a = flat_ranges(lo, hi)
     # (b) changed segments starting inside an unchanged one, strictly after its start
     q = s[c]  # sorted, since s is
     k = np.flatnonzero(~mine)
     lo, hi = np.searchsorted(q, s[k], side="right"), np.searchsorted(q, e[k], side="right")
     src_b = np.repeat(k, hi - lo)
-    dst_b = c[_ranges(lo, hi)]
+    dst_b = c[flat_ranges(lo, hi)]
     a, b = by_start[np.concatenate([src_a, src_b])], by_start[np.concatenate([dst_a, dst_b])]
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
@@ -295,8 +295,15 @@ def _changed_pairs(by_start, s, e, is_changed):
     return codes // n, codes % n
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(l, h) for l, h in zip(lo, hi)])``, without the loop."""
+def flat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(l, h) for l, h in zip(lo, hi)])``, without the loop (e.g. the adjacency
+    entries of some rows: ``flat_ranges(indptr[rows], indptr[rows + 1])``).
+
+    Examples
+    --------
+    >>> flat_ranges(np.array([0, 5]), np.array([2, 8])).tolist()
+    [0, 1, 5, 6, 7]
+    """
     counts = hi - lo
     total = int(counts.sum())
     starts = np.cumsum(counts) - counts
@@ -322,7 +329,7 @@ def _renumbered(graph: Interference, remap: np.ndarray, names, widths, u: np.nda
         keep[bounds[c] : bounds[c + 1]] = False
     cols = remap[graph.indices[keep]]
     # a kept row loses one entry per dropped neighbour, and by symmetry those are the dropped rows' entries
-    lost = np.bincount(graph.indices[_ranges(bounds[dropped], bounds[dropped + 1])], minlength=len(remap))
+    lost = np.bincount(graph.indices[flat_ranges(bounds[dropped], bounds[dropped + 1])], minlength=len(remap))
     kept = np.zeros(n, dtype=np.int64)
     kept[kept_values] = (graph.degree - lost)[ok]
     src, dst = np.concatenate([u, v]), np.concatenate([v, u])

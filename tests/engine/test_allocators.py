@@ -151,3 +151,16 @@ def test_the_written_out_linear_scan_equals_its_reference_loop(data, program, bu
         except AllocationError as e:
             results.append(str(e))
     assert results[0] == results[1]
+
+
+@given(programs(mixed=True), st.sampled_from([255, 16, 8, 3]))
+def test_the_squeeze_from_the_pairs_rows_equals_the_squeeze_from_every_entry(program, budget):
+    import numpy as np
+
+    from engine.alloc.chaitin_briggs import _squeeze, _squeeze_reference
+
+    a = analyze(program)
+    (key, dec), (want_key, want_dec) = _squeeze(a.interference, a.widths, budget), \
+        _squeeze_reference(a.interference, a.widths, budget)
+    assert key.dtype == want_key.dtype and dec.dtype == want_dec.dtype
+    assert np.array_equal(key, want_key) and np.array_equal(dec, want_dec)
