@@ -108,7 +108,7 @@ class NeighbourRegisters:
         >>> base.tolist(), failed
         ([0, -1], [1])
         """
-        count, indices, bounds = self.count, self.indices, self.bounds
+        count, indices, bounds, counts = self.count, self.indices, self.bounds, self._counts
         base, failed = np.full(count.shape[1], -1, dtype=np.int64), []
         for v in order:
             if widths[v] == 1:  # the common case, without a call to lowest()
@@ -117,7 +117,10 @@ class NeighbourRegisters:
                 if column[r]:
                     failed.append(v)
                     continue
-                self._hold(count[r], indices[bounds[v] : bounds[v + 1]])
+                if counts:
+                    count[r, indices[bounds[v] : bounds[v + 1]]] += 1
+                else:
+                    count[r, indices[bounds[v] : bounds[v + 1]]] = True
             else:
                 r = self.lowest(v, widths[v])
                 if r < 0:
