@@ -66,9 +66,13 @@ class Value:
     name: str
     type: str
 
-    @property
+    @cached_property
     def width(self) -> int:
-        """Number of 32-bit general registers the value needs (0 for pred)."""
+        """Number of 32-bit general registers the value needs (0 for pred).
+
+        Looked up once per value (the analyses, checks and interpreters ask for it about ten times per
+        value); kept in the instance's ``__dict__``, which equality, hashing and printing never look at.
+        """
         return WIDTHS[self.type]
 
     def __str__(self) -> str:

@@ -44,7 +44,7 @@ import numpy as np
 
 from engine.base.fields import digits
 from engine.base.limits import MAX_SPILL_SLOT
-from engine.ir.core import Block, Imm, Instruction, Program, Use, Value, _uses, replace_blocks
+from engine.ir.core import WIDTHS, Block, Imm, Instruction, Program, Use, Value, _uses, replace_blocks
 
 
 def spill_slot(ins: Instruction) -> int | None:
@@ -84,7 +84,7 @@ def _instruction(opcode, defs, operands, guard, negated, phase, uses, _new=objec
 
 def _value(name: str, type_: str, _new=object.__new__, _cls=Value) -> Value:
     v = _new(_cls)
-    v.__dict__.update(name=name, type=type_)
+    v.__dict__.update(name=name, type=type_, width=WIDTHS[type_])
     return v
 
 

@@ -73,7 +73,7 @@ def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, 
 def test_spill_code_made_without_the_constructors_equals_the_parsed_text(data, program):
     """Spill insertion builds its instructions without the dataclasses' __init__: each equals, hashes and
     reads (``uses``) like the one the parser makes from the printed text."""
-    from engine.ir.core import _uses
+    from engine.ir.core import WIDTHS, _uses
 
     names = sorted(n for n, v in program.values.items() if v.width)
     chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4)) if names else []
@@ -81,3 +81,4 @@ def test_spill_code_made_without_the_constructors_equals_the_parsed_text(data, p
     again = parse(print_program(spilled))
     assert spilled == again and hash(spilled.instructions) == hash(again.instructions)
     assert [ins.uses for ins in spilled.instructions] == [_uses(ins.operands, ins.guard) for ins in again.instructions]
+    assert [(v.name, v.width) for v in spilled.values.values()] == [(v.name, WIDTHS[v.type]) for v in again.values.values()]
