@@ -339,7 +339,7 @@ def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
 
 
 def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
-    if not any(n in origin for n in ins.uses + tuple(d.name for d in ins.defs)):
+    if origin.keys().isdisjoint(ins.uses) and not any(d.name in origin for d in ins.defs):
         return ins
     operands = tuple(Use(origin.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
     defs = tuple(Value(origin.get(d.name, d.name), d.type) for d in ins.defs)
