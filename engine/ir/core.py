@@ -150,10 +150,11 @@ class Instruction:
         text = self.opcode
         if self.guard is not None:
             text = f"@{'!' if self.guard_negated else ''}%{self.guard} {text}"
-        if self.operands:
-            text += " " + ", ".join(str(op) for op in self.operands)
+        if self.operands:  # each operand as its __str__ writes it, without the call (a printed plan has 100k)
+            text += " " + ", ".join([f"%{op.name}" if op.__class__ is Use else op.text if op.__class__ is Imm else str(op)
+                                     for op in self.operands])
         if self.defs:
-            text = ", ".join(str(d) for d in self.defs) + " = " + text
+            text = ", ".join([f"%{d.name}:{d.type}" for d in self.defs]) + " = " + text
         return text
 
 

@@ -305,7 +305,7 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
         return False
 
     for i, ins in enumerate(program.instructions):
-        if not ins.operands or not isinstance(ins.operands[0], Imm):
+        if ins.opcode not in ("st.local", "ld.local") or not ins.operands or not isinstance(ins.operands[0], Imm):
             continue
         v = by_slot.get(ins.operands[0].text)
         if v is None:
