@@ -475,8 +475,11 @@ def program_ilp(program: Program, arch: str = DEFAULT_ARCH) -> IlpFigures:
                       s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
 
 
-def plan_ilp(plan, arch: str | None = None) -> IlpFigures:
+def plan_ilp(plan, arch: str | None = None, original: Program | None = None) -> IlpFigures:
     """A plan's ILP figures (a model) on ``arch`` (default: the plan's own arch, else the default arch).
+
+    ``original``: the plan's program without its spill code, when the caller has it (an allocation's
+    ``original``); otherwise the spill code is removed here.
 
     Examples
     --------
@@ -491,7 +494,8 @@ def plan_ilp(plan, arch: str | None = None) -> IlpFigures:
     (409, 806, 2)
     """
     arch = arch or (plan.options or {}).get("arch", DEFAULT_ARCH)
-    original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
+    if original is None:
+        original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
     reference = program_ilp(original, arch)
     graph = dependence_graph(plan.program, arch, plan.assignment)
     s = schedule(graph)
