@@ -8,8 +8,9 @@ the ILP model and the plan file. The figure is CPU time (user + system of the
 process, from ``wait4``) beyond start-up: the same command on a
 three-instruction program is its start-up (the imports, the parser set-up),
 and is taken off. Each figure is the median of ``--repeat`` runs; beside it,
-``sum(range(10**7))`` timed in the same run, so a slow machine can be told
-from a slow engine (target: the four allocators together at most 8x it).
+``sum(range(10**7))`` timed in the same run before every command (their
+median), so a slow machine can be told from a slow engine (target: the four
+allocators together at most 8x it).
 
 Run: ``python -m tests.bench.bench_allocate_command [--repeat N]``
 """
@@ -70,10 +71,11 @@ def measure(repeat: int) -> dict:
             files[name].write_text(make())
         startup, cpu, lines, ref = {}, {}, {}, []
         for _ in range(repeat):
-            ref.append(yardstick())
             for a in sorted(ALLOCATORS):
+                ref.append(yardstick())   # beside every command, so a load that comes and goes weighs on both
                 startup.setdefault(a, []).append(_allocate(folder, tiny, a)[0])
                 for name, path in files.items():
+                    ref.append(yardstick())
                     seconds, text = _allocate(folder, path, a)
                     cpu.setdefault((name, a), []).append(seconds)
                     lines[(name, a)] = text.strip()
