@@ -37,7 +37,7 @@ def ilp_row(w: Gemm) -> dict:
     out = {"workload": w.as_dict(), "allocators": {}}
     for name in ("naive", *BEST):
         a = allocate(name, program, 255)
-        f = plan_ilp(a.plan(options=options))
+        f = plan_ilp(a.plan(options=options), original=a.original)
         out["allocators"][name] = {"ilp": f.ilp, "cycles": f.cycles, "spilled": len(a.spills),
                                    "registers": 1 + max((r for rs in a.assignment.values() for r in rs), default=-1)}
         out["reference_ilp"], out["arch"] = f.reference_ilp, f.arch

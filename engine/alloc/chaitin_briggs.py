@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.alloc import register
+from engine.analysis.interference import flat_ranges
 from engine.alloc.common import (
     NeighbourRegisters,
     run_with_spilling,
@@ -31,19 +32,34 @@ def _squeeze(g, w, budget):
     """Each value's squeeze (the key simplify minimises) and, per adjacency entry, what removing the row's value takes off it.
 
     A 32-bit value's squeeze is its neighbours' total width minus the budget;
-    a pair's is its neighbour count minus the pairs available.
+    a pair's is its neighbour count minus the pairs available. Pairs are few,
+    so both come from the pairs' rows alone: a value's neighbours weigh its
+    degree plus its pair neighbours (by symmetry, the pairs' entries at it),
+    and only a pair's entries at 32-bit values take two off.
     """
+    deg = g.degree
+    wide = np.flatnonzero(w == 2)
+    at = flat_ranges(g.indptr[wide], g.indptr[wide + 1])  # the adjacency entries of the pairs' rows
+    wsum = deg + np.bincount(g.indices[at], minlength=len(w))
+    key = np.where(w == 1, wsum - budget, deg - budget // 2)
+    # removing a pair takes two off a 32-bit neighbour's squeeze, anything else one
+    decrement = np.ones(len(g.indices), dtype=np.int8)
+    decrement[at] += w[g.indices[at]] == 1
+    # 32 bits hold any key: a value's key moves by at most its degree; argmin and updates run faster on them
+    return (key.astype(np.int32) if len(w) < 1 << 28 else key), decrement
+
+
+def _squeeze_reference(g, w, budget):
+    """:func:`_squeeze` from every adjacency entry (the plain version the tests compare it with)."""
     deg = g.degree
     neighbour_width = w.astype(np.int32)[g.indices]
     total = np.zeros(len(neighbour_width) + 1, dtype=np.int64)
     np.cumsum(neighbour_width, out=total[1:])
     wsum = total[g.indptr[1:]] - total[g.indptr[:-1]]
     key = np.where(w == 1, wsum - budget, deg - budget // 2)
-    # removing a pair takes two off a 32-bit neighbour's squeeze, anything else one
     decrement = np.repeat(w == 2, deg)
     decrement &= neighbour_width == 1
     decrement = decrement.view(np.int8) + np.int8(1)
-    # 32 bits hold any key: a value's key moves by at most its degree; argmin and updates run faster on them
     return (key.astype(np.int32) if len(w) < 1 << 28 else key), decrement
 
 

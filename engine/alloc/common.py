@@ -56,11 +56,14 @@ class Allocation:
 
 
 class NeighbourRegisters:
-    """Which registers each value's coloured neighbours hold: ``count[v, r]`` of them hold ``r``.
+    """Which registers each value's coloured neighbours hold: ``count[r, v]`` of them hold ``r``.
 
-    The two columns past the budget always count as held, so a search never
-    runs off the end and a pair never straddles the budget. Colouring or
-    uncolouring a value is one vectorised update of its neighbours' rows.
+    The table is register-major: colouring a value with ``r`` touches one
+    row, ``count[r]``, at its neighbours' numbers (a gather and a scatter on
+    one contiguous row, no per-entry offsets), which is the operation every
+    colouring step makes; finding a value's lowest free register reads its
+    column. The two rows past the budget always count as held, so a search
+    never runs off the end and a pair never straddles the budget.
 
     Examples
     --------
@@ -78,20 +81,17 @@ class NeighbourRegisters:
         self.budget, self._counts = budget, counts
         narrow = graph.degree.max(initial=0) < 1 << 15  # a count never exceeds the degree
         dtype = (np.int16 if narrow else np.int32) if counts else bool  # without counts: held or not, never released
-        self.count = np.zeros((len(graph.widths), budget + 2), dtype=dtype)
-        self.count[:, budget:] = 1
-        #: the table as one array, and each adjacency entry's row start in it (so a neighbour's cell is offset + r)
-        self.flat = self.count.reshape(-1)
-        self.offsets = graph.indices * (budget + 2)
-        self.bounds = graph.indptr.tolist()
+        self.count = np.zeros((budget + 2, len(graph.widths)), dtype=dtype)
+        self.count[budget:] = 1
+        self.indices, self.bounds = graph.indices, graph.indptr.tolist()
 
     def lowest(self, v: int, width: int) -> int:
         """Lowest register (even for pairs) no coloured neighbour of ``v`` holds; -1 if none."""
-        row = self.count[v]
+        column = self.count[:, v]
         if width == 1:
-            r = int(row.argmin())
-            return r if row[r] == 0 else -1
-        pairs = row[0 : self.budget + 1 : 2] + row[1 : self.budget + 2 : 2]
+            r = int(column.argmin())
+            return r if column[r] == 0 else -1
+        pairs = column[0 : self.budget + 1 : 2] + column[1 : self.budget + 2 : 2]
         r = int(pairs.argmin())
         return 2 * r if pairs[r] == 0 else -1
 
@@ -108,16 +108,19 @@ class NeighbourRegisters:
         >>> base.tolist(), failed
         ([0, -1], [1])
         """
-        rows, offsets, bounds = self.count, self.offsets, self.bounds
-        base, failed = np.full(len(rows), -1, dtype=np.int64), []
+        count, indices, bounds, counts = self.count, self.indices, self.bounds, self._counts
+        base, failed = np.full(count.shape[1], -1, dtype=np.int64), []
         for v in order:
             if widths[v] == 1:  # the common case, without a call to lowest()
-                row = rows[v]
-                r = int(row.argmin())
-                if row[r]:
+                column = count[:, v]
+                r = int(column.argmin())
+                if column[r]:
                     failed.append(v)
                     continue
-                self._hold(offsets[bounds[v] : bounds[v + 1]] + r)
+                if counts:
+                    count[r, indices[bounds[v] : bounds[v + 1]]] += 1
+                else:
+                    count[r, indices[bounds[v] : bounds[v + 1]]] = True
             else:
                 r = self.lowest(v, widths[v])
                 if r < 0:
@@ -129,24 +132,24 @@ class NeighbourRegisters:
 
     def take(self, v: int, r: int, width: int) -> None:
         """``v`` now holds ``r`` (and ``r + 1`` for a pair): its neighbours see them held."""
-        at = self.offsets[self.bounds[v] : self.bounds[v + 1]]
+        nb = self.indices[self.bounds[v] : self.bounds[v + 1]]
         for k in range(width):
-            self._hold(at + (r + k))
+            self._hold(self.count[r + k], nb)
 
-    def _hold(self, cells: np.ndarray) -> None:
+    def _hold(self, row: np.ndarray, nb: np.ndarray) -> None:
         if self._counts:
-            self.flat[cells] += 1
+            row[nb] += 1
         else:
-            self.flat[cells] = True
+            row[nb] = True
 
     def mark(self, v: int, r: int, width: int, step: int) -> list[np.ndarray]:
         """Add ``step`` (1 or -1) to the neighbours' counts of ``v``'s registers; the counts before, per register."""
-        at = self.offsets[self.bounds[v] : self.bounds[v + 1]]
+        nb = self.indices[self.bounds[v] : self.bounds[v + 1]]
         before = []
         for k in range(width):
-            idx = at + (r + k)
-            old = self.flat[idx]
-            self.flat[idx] = old + step
+            row = self.count[r + k]
+            old = row[nb]
+            row[nb] = old + step
             before.append(old)
         return before
 

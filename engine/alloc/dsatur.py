@@ -77,12 +77,24 @@ class _DSatur:
 
     def run(self):
         key, taken, w, base, done = self.key, self.taken, self.w, self.base, self.done
-        bounds, indices, raised = self.g.indptr.tolist(), self.g.indices, len(w) + 1
+        count, bounds, indices, raised = taken.count, self.g.indptr.tolist(), self.g.indices, len(w) + 1
         for _ in range(sum(1 for width in w if width > 0)):
             v = int(key.argmax())
             key[v] = done
+            if w[v] == 1:  # the common case, taken.lowest and taken.mark written out
+                column = count[:, v]
+                r = int(column.argmin())
+                if column[r]:  # no register free: spill by cost, then retry
+                    self.colour(v)
+                    continue
+                base[v] = r
+                nb, row = indices[bounds[v] : bounds[v + 1]], count[r]
+                before = row[nb]
+                row[nb] = before + 1
+                key[nb[before == 0]] += raised
+                continue
             r = taken.lowest(v, w[v])
-            if r < 0:  # no register free: spill by cost, then retry
+            if r < 0:
                 self.colour(v)
                 continue
             base[v] = r

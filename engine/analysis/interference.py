@@ -209,11 +209,24 @@ def build_interference(analysis) -> Interference:
     more than :data:`engine.base.limits.MAX_INTERFERENCE_EDGES` pairs (counted
     from the sorted segments alone, in milliseconds).
     """
+    n = len(analysis.names)
+    by_start, s, e, counts = _sorted_segments(analysis)
+    i, j = _sorted_pairs(s, e, counts)
+    u, v = by_start[i], by_start[j]
+    del i, j
+    several = np.bincount(by_start, minlength=n) > 1
+    if several.any():  # only a value with several segments can meet itself or another value twice
+        u, v = _distinct_pairs(n, u, v, several)
+    return _csr(analysis.names, analysis.widths, u, v)
+
+
+def _sorted_segments(analysis):
+    """The non-predicate segments sorted by start: their values, starts, ends and pair counts, once the
+    limits are checked (see :func:`build_interference`)."""
     if analysis.maxlive > MAX_LIVE:
         raise LimitError(f"program too large: {analysis.maxlive} registers live at once at instruction "
                          f"{analysis.peak} (RegTune's limit is {MAX_LIVE}; the interference graph grows with "
                          "the square of it)")
-    n = len(analysis.names)
     keep = analysis.widths[analysis.seg_value] > 0
     seg_value, starts = analysis.seg_value[keep], analysis.seg_start[keep]
     order = np.argsort(starts, kind="stable")
@@ -221,14 +234,112 @@ def build_interference(analysis) -> Interference:
     counts = _pair_counts(s, e)
     if int(counts.sum()) > MAX_INTERFERENCE_EDGES:
         raise too_many_edges(int(counts.sum()), f"kernel {analysis.program.name}")
-    i, j = _sorted_pairs(s, e, counts)
-    by_start = seg_value[order]
-    u, v = by_start[i], by_start[j]
-    del i, j
-    several = np.bincount(seg_value, minlength=n) > 1
-    if several.any():  # only a value with several segments can meet itself or another value twice
-        u, v = _distinct_pairs(n, u, v, several)
-    return _csr(analysis.names, analysis.widths, u, v)
+    return seg_value[order], s, e, counts
+
+
+def updated_interference(previous, graph: Interference, analysis, changed) -> Interference:
+    """The interference graph of ``analysis``, the analysis after spill code of ``previous`` (whose graph is
+    ``graph``), from ``graph`` and the segments of the values the spill code ``changed`` (names: the
+    spilled values and the copies it made); equal, edge for edge, to :func:`build_interference` of ``analysis``.
+
+    Spill code moves the other values' segments without changing which of them overlap (positions map in
+    order; each block keeps its entry and exit), so their edges are ``graph``'s, renumbered; only the changed
+    values' short segments are paired anew: each with the segments that start inside it and, for the
+    unchanged ones, with those it starts inside. The work is the size of the graph in array passes plus the
+    changed values' edges, instead of pairing every segment again. The limits are checked as there.
+    Neighbours within a row come in another order (no consumer depends on it).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.ir.spill import spill_insertion
+    >>> from engine.analysis.liveness import analyze
+    >>> from engine.analysis.respill import analyze_spilled
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
+    ...           "  st.global %z, 0, %x\\n  exit\\n")
+    >>> a = analyze(p); r = spill_insertion(p, {"x": 0}); b = analyze_spilled(a, r)
+    >>> g = updated_interference(a, a.interference, b, set(r.slots) | r.copies)
+    >>> sorted(map(tuple, g.edges.tolist())) == sorted(map(tuple, build_interference(b).edges.tolist()))
+    True
+    """
+    n = len(analysis.names)
+    by_start, s, e, _ = _sorted_segments(analysis)
+    index = analysis.index
+    is_changed = np.zeros(n, dtype=bool)
+    is_changed[[index[name] for name in changed if name in index]] = True
+    remap = np.array([-1 if name in changed else index[name] for name in previous.names], dtype=np.int64)
+    u, v = _changed_pairs(by_start, s, e, is_changed)
+    return _renumbered(graph, remap, analysis.names, analysis.widths, u, v)
+
+
+def _changed_pairs(by_start, s, e, is_changed):
+    """Each edge with a changed value at one end once, as (u, v) with u < v, from the sorted segments."""
+    mine = is_changed[by_start]
+    c = np.flatnonzero(mine)
+    # (a) segments starting inside a changed one (itself included: dropped below as u == v)
+    lo, hi = np.searchsorted(s, s[c], side="left"), np.searchsorted(s, e[c], side="right")
+    src_a = np.repeat(c, hi - lo)
+    dst_a = flat_ranges(lo, hi)
+    # (b) changed segments starting inside an unchanged one, strictly after its start
+    q = s[c]  # sorted, since s is
+    k = np.flatnonzero(~mine)
+    lo, hi = np.searchsorted(q, s[k], side="right"), np.searchsorted(q, e[k], side="right")
+    src_b = np.repeat(k, hi - lo)
+    dst_b = c[flat_ranges(lo, hi)]
+    a, b = by_start[np.concatenate([src_a, src_b])], by_start[np.concatenate([dst_a, dst_b])]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    n = max(int(len(is_changed)), 1)
+    codes = np.sort(lo[keep] * n + hi[keep])
+    codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if len(codes) else codes
+    return codes // n, codes % n
+
+
+def flat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(l, h) for l, h in zip(lo, hi)])``, without the loop (e.g. the adjacency
+    entries of some rows: ``flat_ranges(indptr[rows], indptr[rows + 1])``).
+
+    Examples
+    --------
+    >>> flat_ranges(np.array([0, 5]), np.array([2, 8])).tolist()
+    [0, 1, 5, 6, 7]
+    """
+    counts = hi - lo
+    total = int(counts.sum())
+    starts = np.cumsum(counts) - counts
+    return np.arange(total, dtype=np.int64) - np.repeat(starts - lo, counts)
+
+
+def _renumbered(graph: Interference, remap: np.ndarray, names, widths, u: np.ndarray, v: np.ndarray) -> Interference:
+    """CSR adjacency of ``graph``'s entries between values ``remap`` keeps (old number -> new, -1: dropped)
+    plus the edges (u, v), each given once."""
+    n = len(names)
+    ok = remap >= 0
+    kept_values = remap[ok]
+    if len(kept_values) > 1 and (kept_values[1:] <= kept_values[:-1]).any():  # out of order: sort, as a build does
+        rows = remap[np.repeat(np.arange(len(graph.names)), graph.degree)]
+        cols = remap[graph.indices]
+        once = (rows >= 0) & (cols >= 0) & (rows < cols)
+        return _csr(names, widths, np.concatenate([rows[once], u]), np.concatenate([cols[once], v]))
+    # the entries that stay: in rows that stay (a dropped value's row is one range), at values that stay
+    keep = ok[graph.indices]
+    bounds = graph.indptr
+    dropped = np.flatnonzero(~ok)
+    for c in dropped.tolist():
+        keep[bounds[c] : bounds[c + 1]] = False
+    cols = remap[graph.indices[keep]]
+    # a kept row loses one entry per dropped neighbour, and by symmetry those are the dropped rows' entries
+    lost = np.bincount(graph.indices[flat_ranges(bounds[dropped], bounds[dropped + 1])], minlength=len(remap))
+    kept = np.zeros(n, dtype=np.int64)
+    kept[kept_values] = (graph.degree - lost)[ok]
+    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(kept + np.bincount(src, minlength=n), out=indptr[1:])
+    # each row: its kept entries in their old order, then its new ones (inserted at the end of its kept run)
+    indices = np.insert(cols, np.cumsum(kept)[src], dst.astype(cols.dtype, copy=False))
+    return Interference(names, widths, indptr, indices)
 
 
 def _distinct_pairs(n: int, u: np.ndarray, v: np.ndarray, several: np.ndarray):

@@ -33,7 +33,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import networkx as nx
@@ -92,6 +92,10 @@ class Analysis(PressureFigures):
     operand_reads: np.ndarray
     definitions: np.ndarray
     live_out: tuple[int, ...] = ()
+    #: (previous analysis, values the spill code changed) when this analysis follows a spill insertion whose
+    #: previous analysis had built its graph (:func:`engine.analysis.respill.analyze_spilled`); taken, and so
+    #: let go, when :attr:`interference` is first read
+    interference_basis: list = field(default_factory=list, compare=False, repr=False)
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -100,10 +104,18 @@ class Analysis(PressureFigures):
 
     @cached_property
     def interference(self):
-        """The interference graph (see :mod:`engine.analysis.interference`)."""
-        from engine.analysis.interference import build_interference
+        """The interference graph (see :mod:`engine.analysis.interference`).
 
-        return build_interference(self)
+        Built from the segments; or, for an analysis after spill code whose previous analysis had its
+        graph built (:func:`engine.analysis.respill.analyze_spilled` notes that previous analysis and the
+        values the spill code changed), updated from that graph, with the same edges.
+        """
+        from engine.analysis.interference import build_interference, updated_interference
+
+        if not self.interference_basis:
+            return build_interference(self)
+        previous, changed = self.interference_basis.pop()
+        return updated_interference(previous, previous.interference, self, changed)
 
     @cached_property
     def occurrences(self) -> np.ndarray:

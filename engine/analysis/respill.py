@@ -47,11 +47,20 @@ class _Fallback(Exception):
 
 
 def analyze_spilled(previous: Analysis, insertion: SpillInsertion) -> Analysis:
-    """The analysis of ``insertion.program``, updated from ``previous``, the analysis of ``insertion.before``."""
+    """The analysis of ``insertion.program``, updated from ``previous``, the analysis of ``insertion.before``.
+
+    When ``previous`` has built its interference graph (a colouring allocator asked for it), the new
+    analysis's graph, if it is asked for, is updated from it for the values the insertion changed
+    (:func:`engine.analysis.interference.updated_interference`) instead of being built again; an
+    allocator that never reads the graph (linear scan, naive) pays for neither.
+    """
     try:
-        return _Update(previous, insertion).analysis()
+        analysis = _Update(previous, insertion).analysis()
     except _Fallback:
-        return analyze(insertion.program)
+        analysis = analyze(insertion.program)
+    if "interference" in previous.__dict__ and insertion.before is previous.program:  # the cached graph is there
+        analysis.interference_basis.append((previous, set(insertion.slots) | insertion.copies))
+    return analysis
 
 
 class _Update:

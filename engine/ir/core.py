@@ -66,9 +66,13 @@ class Value:
     name: str
     type: str
 
-    @property
+    @cached_property
     def width(self) -> int:
-        """Number of 32-bit general registers the value needs (0 for pred)."""
+        """Number of 32-bit general registers the value needs (0 for pred).
+
+        Looked up once per value (the analyses, checks and interpreters ask for it about ten times per
+        value); kept in the instance's ``__dict__``, which equality, hashing and printing never look at.
+        """
         return WIDTHS[self.type]
 
     def __str__(self) -> str:
@@ -120,9 +124,13 @@ class Instruction:
     #: the kernel phase this instruction belongs to ("scores", "softmax", ...), for views
     phase: str | None = None
 
-    @property
+    @cached_property
     def uses(self) -> tuple[str, ...]:
-        """Names of the values read, operands first, then the guard."""
+        """Names of the values read, operands first, then the guard.
+
+        Computed once per instruction (every analysis, check and model reads it; the instruction is frozen);
+        kept in the instance's ``__dict__``, which equality, hashing and printing never look at.
+        """
         return _uses(self.operands, self.guard)
 
     @property
@@ -142,10 +150,11 @@ class Instruction:
         text = self.opcode
         if self.guard is not None:
             text = f"@{'!' if self.guard_negated else ''}%{self.guard} {text}"
-        if self.operands:
-            text += " " + ", ".join(str(op) for op in self.operands)
+        if self.operands:  # each operand as its __str__ writes it, without the call (a printed plan has 100k)
+            text += " " + ", ".join([f"%{op.name}" if op.__class__ is Use else op.text if op.__class__ is Imm else str(op)
+                                     for op in self.operands])
         if self.defs:
-            text = ", ".join(str(d) for d in self.defs) + " = " + text
+            text = ", ".join([f"%{d.name}:{d.type}" for d in self.defs]) + " = " + text
         return text
 
 

@@ -223,15 +223,20 @@ class _Insertion:
                 before.append(_reload(copy, values[name].type, slots[name], phase))
         operands = ins.operands
         if renamed:
-            operands = tuple([Use(renamed[op.name]) if type(op) is Use and op.name in renamed else op for op in operands])
+            operands = tuple([Use(renamed[op.name]) if op.__class__ is Use and op.name in renamed else op
+                              for op in operands])
         defs, after = ins.defs, []
         if any(d.name in slots for d in defs):
-            defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d for d in ins.defs])
+            defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d
+                          for d in ins.defs])
             spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
             if ins.guard is not None:
                 before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
             after = [_store(d, slot, phase) for d, slot in spilled]
-        return before, Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase), after
+        elif not renamed:
+            return before, ins, after
+        main = Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase)
+        return before, main, after
 
     def _code(self, known: SpillCode | None) -> SpillCode:
         """This insertion's spill code, with ``known`` (the old program's) moved to its new positions."""
@@ -276,7 +281,7 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
         return False
 
     for i, ins in enumerate(program.instructions):
-        if not ins.operands or not isinstance(ins.operands[0], Imm):
+        if ins.opcode not in ("st.local", "ld.local") or not ins.operands or not isinstance(ins.operands[0], Imm):
             continue
         v = by_slot.get(ins.operands[0].text)
         if v is None:
@@ -345,7 +350,7 @@ def _stray(ins: Instruction, spills: dict, slots: set) -> bool:
 
 
 def _rename(ins: Instruction, origin: dict[str, str]) -> Instruction:
-    if not any(n in origin for n in ins.uses + tuple(d.name for d in ins.defs)):
+    if origin.keys().isdisjoint(ins.uses) and not any(d.name in origin for d in ins.defs):
         return ins
     operands = tuple(Use(origin.get(op.name, op.name)) if isinstance(op, Use) else op for op in ins.operands)
     defs = tuple(Value(origin.get(d.name, d.name), d.type) for d in ins.defs)

@@ -249,7 +249,10 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     table = load_latencies(arch).cycles
     path = path if path is not None else executed_path(program)
     events = _Events(program, assignment)
-    static = np.array([table[latency_class(ins)] for ins in program.instructions], dtype=np.int64)
+    classes: dict = {}   # an instruction's class depends on its opcode and result type only: each pair once
+    static = np.array([table[classes[key] if (key := (ins.opcode, ins.defs[0].type if ins.defs else None)) in classes
+                             else classes.setdefault(key, latency_class(ins))] for ins in program.instructions],
+                      dtype=np.int64)
     latency = static[path.indices]
     has_result = np.array([bool(ins.defs) for ins in program.instructions], dtype=bool)
     finish = np.where(has_result[path.indices], latency, 1)
@@ -281,18 +284,34 @@ class _Events:
 
     def __init__(self, program: Program, assignment: dict | None):
         values = {name: k for k, name in enumerate(program.values)}
+        nv = len(values)
         regs = 1 + max((r for rs in (assignment or {}).values() for r in rs), default=-1)
-        lists = {key: [] for key in ("true_reads", "true_writes", "false_reads", "false_writes")}
+        get = (assignment or {}).get
+        keys = ("true_reads", "true_writes", "false_reads", "false_writes")
+        flat = {key: [] for key in keys}
+        counts = {key: [] for key in keys}
+        tr, tw, fr, fw = (flat[k].extend for k in keys)
+        ctr, ctw, cfr, cfw = (counts[k].append for k in keys)
         for ins in program.instructions:
-            slot = spill_slot(ins) if ins.opcode in ("ld.local", "st.local") else None
             defs = [d.name for d in ins.defs]
-            reads = list(ins.uses) + (defs if ins.guard is not None else [])
-            lists["true_reads"].append([values[n] for n in reads] + _slot(slot, "ld", ins, len(values)))
-            lists["true_writes"].append([values[n] for n in defs] + _slot(slot, "st", ins, len(values)))
-            get = (assignment or {}).get
-            lists["false_reads"].append([r for n in ins.uses for r in get(n, ())] + _slot(slot, "ld", ins, regs))
-            lists["false_writes"].append([r for n in defs for r in get(n, ())] + _slot(slot, "st", ins, regs))
-        self.csr = {key: _csr(rows) for key, rows in lists.items()}
+            uses = ins.uses
+            reads = [values[n] for n in uses] + ([values[n] for n in defs] if ins.guard is not None else [])
+            writes = [values[n] for n in defs]
+            false_reads = [r for n in uses for r in get(n, ())]
+            false_writes = [r for n in defs for r in get(n, ())]
+            opcode = ins.opcode
+            if opcode in ("ld.local", "st.local"):
+                slot = spill_slot(ins)
+                if slot is not None:  # a spill slot is a resource too: read by its reload, written by its store
+                    if opcode == "ld.local":
+                        reads.append(nv + slot)
+                        false_reads.append(regs + slot)
+                    else:
+                        writes.append(nv + slot)
+                        false_writes.append(regs + slot)
+            tr(reads), tw(writes), fr(false_reads), fw(false_writes)
+            ctr(len(reads)), ctw(len(writes)), cfr(len(false_reads)), cfw(len(false_writes))
+        self.csr = {key: _csr(counts[key], flat[key]) for key in keys}
 
     def dynamic(self, path: Path, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(node, resource) of every event of kind ``key`` along ``path``."""
@@ -303,14 +322,10 @@ class _Events:
         return nodes, res[np.repeat(ptr[path.indices], counts) + offsets]
 
 
-def _slot(slot: int | None, kind: str, ins: Instruction, base: int) -> list:
-    return [base + slot] if slot is not None and ins.opcode.startswith(kind) else []
-
-
-def _csr(rows: list) -> tuple[np.ndarray, np.ndarray]:
-    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(r) for r in rows])
-    return ptr, np.array([x for r in rows for x in r], dtype=np.int64)
+def _csr(counts: list, flat: list) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(counts)
+    return ptr, np.array(flat, dtype=np.int64)
 
 
 def _ordered(reads, writes, n: int):
@@ -460,8 +475,11 @@ def program_ilp(program: Program, arch: str = DEFAULT_ARCH) -> IlpFigures:
                       s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
 
 
-def plan_ilp(plan, arch: str | None = None) -> IlpFigures:
+def plan_ilp(plan, arch: str | None = None, original: Program | None = None) -> IlpFigures:
     """A plan's ILP figures (a model) on ``arch`` (default: the plan's own arch, else the default arch).
+
+    ``original``: the plan's program without its spill code, when the caller has it (an allocation's
+    ``original``); otherwise the spill code is removed here.
 
     Examples
     --------
@@ -476,7 +494,8 @@ def plan_ilp(plan, arch: str | None = None) -> IlpFigures:
     (409, 806, 2)
     """
     arch = arch or (plan.options or {}).get("arch", DEFAULT_ARCH)
-    original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
+    if original is None:
+        original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
     reference = program_ilp(original, arch)
     graph = dependence_graph(plan.program, arch, plan.assignment)
     s = schedule(graph)

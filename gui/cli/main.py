@@ -107,15 +107,16 @@ def cmd_analyze(args) -> int:
     return 0
 
 
-def _plan_line(plan) -> str:
+def _plan_line(plan, original=None) -> str:
     """A plan in one line: allocator, workload, tile and schedule, registers, MAXLIVE (the program's, before
-    spill code) and, when spill code changes it, the peak pressure with spill code."""
+    spill code) and, when spill code changes it, the peak pressure with spill code (``original``: the
+    program without spill code, when the caller has it)."""
     from engine.model.ilp import plan_ilp
 
     p = plan.predicted
     peak = p.peak_with_spill_code
     with_spills = f" (peak with spill code {peak})" if peak != p.maxlive else ""
-    f = plan_ilp(plan)
+    f = plan_ilp(plan, original=original)
     return (f"{plan.allocator}{setting(plan.workload, plan.options)}: {p.registers} registers of {plan.budget}, "
             f"MAXLIVE {p.maxlive}{with_spills}, {p.spilled_values} spilled values "
             f"({p.spill_stores} stores, {p.spill_loads} loads), "
@@ -145,7 +146,7 @@ def cmd_allocate(args) -> int:
                                  runs=runs, original=allocation.original)
         verified += "; execution check (sampled): " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
-    print(f"{_plan_line(plan)}{verified} -> {args.out}")
+    print(f"{_plan_line(plan, allocation.original)}{verified} -> {args.out}")
     return 0
 
 

@@ -21,3 +21,5 @@ def test_engine_benchmark_runs_and_prints_its_figures(capsys):
         assert r["same_graph"]
         assert r["all_pairs"] > r["graph"]
         assert r["instructions"] >= 4990 and 250 <= r["maxlive"] <= 350
+        assert r["yardstick"] > 0
+    assert out.count("sum(range(10**7))") == len(results)

@@ -129,3 +129,38 @@ def test_sixty_four_bit_values_get_even_pairs():
             r = plan.assignment[v]
             assert r[0] % 2 == 0 and r[1] == r[0] + 1
         verify_plan(plan)
+
+
+@given(st.data(), programs(mixed=True), st.sampled_from([255, 16, 8, 4, 3]), st.booleans())
+def test_the_written_out_linear_scan_equals_its_reference_loop(data, program, budget, high):
+    """scan (one loop, the visit written out) and scan_reference (one _Scan.visit per value) agree exactly,
+    spills and the too-small error included."""
+    import numpy as np
+
+    from engine.alloc.linear_scan import scan, scan_reference
+
+    a = analyze(program)
+    values = np.flatnonzero(a.widths > 0)
+    unspillable = np.array(data.draw(st.lists(st.booleans(), min_size=len(a.names), max_size=len(a.names))),
+                           dtype=bool)
+    results = []
+    for run in (scan, scan_reference):
+        try:
+            base, spilled = run(a, budget, values, unspillable, high)
+            results.append((base.tolist(), spilled))
+        except AllocationError as e:
+            results.append(str(e))
+    assert results[0] == results[1]
+
+
+@given(programs(mixed=True), st.sampled_from([255, 16, 8, 3]))
+def test_the_squeeze_from_the_pairs_rows_equals_the_squeeze_from_every_entry(program, budget):
+    import numpy as np
+
+    from engine.alloc.chaitin_briggs import _squeeze, _squeeze_reference
+
+    a = analyze(program)
+    (key, dec), (want_key, want_dec) = _squeeze(a.interference, a.widths, budget), \
+        _squeeze_reference(a.interference, a.widths, budget)
+    assert key.dtype == want_key.dtype and dec.dtype == want_dec.dtype
+    assert np.array_equal(key, want_key) and np.array_equal(dec, want_dec)

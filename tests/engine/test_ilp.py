@@ -204,3 +204,16 @@ def test_a_table_row_without_integer_cycles_or_a_source_is_refused(row):
         latency_table("sm_80", {**good, "ffma": row})
     with pytest.raises(RegtuneError, match="no \\[latency\\] table"):
         latency_table("sm_80", None)
+
+
+def test_a_plan_s_figures_are_the_same_given_its_program_without_spill_code():
+    """plan_ilp(plan, original=allocation.original) skips removing the spill code and gives the same figures."""
+    from engine.alloc import allocate
+    from engine.ir.parser import parse
+    from engine.model.ilp import plan_ilp
+    from tests.bench.programs import loop_shaped
+
+    for name in ("naive", "linear-scan"):
+        allocation = allocate(name, parse(loop_shaped(n=600, peak=40)), 24)
+        assert allocation.spills
+        assert plan_ilp(allocation.plan(), original=allocation.original) == plan_ilp(allocation.plan())

@@ -84,3 +84,64 @@ def test_a_dead_result_beside_a_spilled_one_at_a_block_end_stays_one_position_lo
     assert_same(updated, scratch)
     y, w = scratch.index["y"], scratch.index["w"]
     assert scratch.end[y] == scratch.start[y] and scratch.start[w] <= 2 * 1 + 1 <= scratch.end[w]
+
+
+def assert_same_graph(updated, built) -> None:
+    assert updated.names == built.names and np.array_equal(updated.indptr, built.indptr)
+    for v in range(len(built.names)):
+        assert sorted(updated.neighbors(v).tolist()) == sorted(built.neighbors(v).tolist()), built.names[v]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), programs(mixed=True))
+def test_graph_updated_after_spill_code_equals_the_graph_built_again_over_two_rounds(data, program):
+    from engine.analysis.interference import build_interference
+
+    analysis = analyze(program)
+    analysis.interference  # built, so the next analysis updates it
+    for _ in range(2):
+        candidates = [n for n, v in program.values.items() if v.width > 0 and "." not in n]
+        chosen = data.draw(st.lists(st.sampled_from(candidates), unique=True, max_size=6)) if candidates else []
+        slot = first_free_slot(program)
+        insertion = spill_insertion(program, {n: slot + k for k, n in enumerate(chosen)})
+        analysis = analyze_spilled(analysis, insertion)
+        assert analysis.interference_basis      # to be updated, not built, when asked for
+        assert_same_graph(analysis.interference, build_interference(analysis))
+        program = insertion.program
+
+
+@pytest.mark.parametrize("name", ["chaitin-briggs", "dsatur"])
+def test_the_colouring_allocators_final_graph_equals_a_fresh_build_on_the_loop_program(name):
+    from engine.alloc import allocate
+    from engine.analysis.interference import build_interference
+
+    program = parse(loop_shaped(n=800, peak=60))
+    allocation = allocate(name, program, 40)
+    assert allocation.spills and "interference" in allocation.analysis.__dict__   # the last round coloured it
+    assert_same_graph(allocation.analysis.interference, build_interference(analyze(allocation.program)))
+
+
+@pytest.mark.parametrize("name", ["linear-scan", "naive"])
+def test_an_allocator_that_never_reads_the_graph_neither_builds_nor_updates_one(name):
+    from engine.alloc import allocate
+
+    program = parse(loop_shaped(n=800, peak=60))
+    analysis = analyze(program)
+    analysis.interference      # the caller's graph (the regtune command's analysis has one)
+    allocation = allocate(name, program, 40, analysis)
+    assert allocation.spills and "interference" not in allocation.analysis.__dict__
+
+
+def test_a_renumbering_out_of_order_still_gives_the_graph_of_the_kept_and_added_edges():
+    from engine.analysis.interference import _csr, _renumbered
+
+    program = parse(loop_shaped(n=200, peak=12))
+    graph = analyze(program).interference
+    n = len(graph.names)
+    remap = np.random.default_rng(3).permutation(n)
+    remap[::7] = -1
+    u, v = np.array([0, 1]), np.array([n - 1, n - 2])
+    got = _renumbered(graph, remap, graph.names, graph.widths, u, v)
+    edges = [(int(remap[a]), int(remap[b])) for a, b in graph.edges.tolist() if remap[a] >= 0 and remap[b] >= 0]
+    want = _csr(graph.names, graph.widths, np.array([a for a, _ in edges] + [0, 1]), np.array([b for _, b in edges] + [n - 1, n - 2]))
+    assert_same_graph(got, want)

@@ -67,3 +67,18 @@ def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, 
     assert set(found.loads) | set(found.stores) == _find_spill_code(a.program, a.spills)[0]
     opcode = [ins.opcode for ins in a.program.instructions]
     assert {opcode[i] for i in found.loads} <= {"ld.local"} and {opcode[i] for i in found.stores} <= {"st.local"}
+
+
+@given(st.data(), programs(mixed=True))
+def test_spill_code_equals_the_parsed_text(data, program):
+    """Spill insertion's instructions equal, hash and read (``uses``, ``width``: cached properties) like the ones
+    the parser makes from the printed text."""
+    from engine.ir.core import WIDTHS, _uses
+
+    names = sorted(n for n, v in program.values.items() if v.width)
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4)) if names else []
+    spilled = insert_spill_code(program, {n: 100 + k for k, n in enumerate(chosen)})
+    again = parse(print_program(spilled))
+    assert spilled == again and hash(spilled.instructions) == hash(again.instructions)
+    assert [ins.uses for ins in spilled.instructions] == [_uses(ins.operands, ins.guard) for ins in again.instructions]
+    assert [(v.name, v.width) for v in spilled.values.values()] == [(v.name, WIDTHS[v.type]) for v in again.values.values()]
