@@ -154,11 +154,11 @@ def _compute(ins: Instruction):
         return _max
     cmp = _COMPARE.get(modifier.split(".")[0])
     if base == "setp" and n == 2 and cmp:
-        fn = lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))  # noqa: E731
+        fn = lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))
         fn.compare = _OPERATOR[modifier.split(".")[0]]    # what the compiled path writes inline
         return fn
     tag = text_tag(ins.opcode)
-    fn = lambda ops, k, s: mix(tag, k, *ops)  # noqa: E731
+    fn = lambda ops, k, s: mix(tag, k, *ops)
     fn.hash_tag = tag
     return fn
 
@@ -368,7 +368,7 @@ class _Run:
             return None
         taken = frozenset().union(*(r[2] for r in results))
         executed = compiled.executed(results[0][0])
-        visits, _, _, steps, handed_back = results[0]
+        _, _, _, steps, handed_back = results[0]
         if handed_back is not None:         # one lane at the step limit: the loop takes it from there
             pc, registers = handed_back
             self.lanes[0][0].update(registers)

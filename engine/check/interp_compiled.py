@@ -47,7 +47,7 @@ class Memory(dict):
     """A lane's memory: a cell never written reads as its input, ``mix(seed, tag(space), address)``, and is
     kept, as the loop's ``_load`` keeps it; so every load is one subscript."""
 
-    __slots__ = ("seed", "prefix")
+    __slots__ = ("prefix", "seed")
 
     def __init__(self, seed: int, cells=()):
         super().__init__(cells)
@@ -256,8 +256,8 @@ class _Writer:
         if kind == POINTER_LOAD:
             space, tag, key, mask = extra
             p, offset = reads
-            return [f"{self.reg(key)} = mem[({space!r}, (({self.reg(p[0])} | {self.reg(p[1])} << 32) + "
-                    f"{self.reg(offset)}) & {MASK64})] & {mask}"]
+            address = f"(({self.reg(p[0])} | {self.reg(p[1])} << 32) + {self.reg(offset)}) & {MASK64}"
+            return [f"{self.reg(key)} = mem[({space!r}, {address})] & {mask}"]
         if kind == POINTER_STORE:
             p, offset, x = reads
             lines = [f"a = (({self.reg(p[0])} | {self.reg(p[1])} << 32) + {self.reg(offset)}) & {MASK64}",

@@ -27,12 +27,11 @@ import time
 
 from engine.alloc import allocate
 from engine.base.process import configure_process
-from engine.check.interp import decode, run_together
+from engine.check.interp import _FIXED_FUNCTIONS, decode, run_together
 from engine.check.interp_compiled import Compiled
-from engine.check.interp import _FIXED_FUNCTIONS
 from engine.ir.parser import parse
 from engine.workloads import input_model
-from engine.workloads.mha import Mha, build_mha
+from engine.workloads.mha import build_mha
 from tests.bench.bench_mha_check import EXAMPLE, reference_loop
 from tests.bench.programs import loop_shaped, straight_line
 
@@ -63,14 +62,15 @@ def measure(repeat: int) -> dict:
         times: dict = {"decode": [], "compile": [], "loop": [], "compiled": []}
         for _ in range(repeat):
             loops.append(reference_loop())
-            decoded, t = _timed(lambda: decode(program, registers))
+            decoded, t = _timed(lambda p=program, r=registers: decode(p, r))
             times["decode"].append(t)
-            _, t = _timed(lambda: Compiled(decoded[0], decoded[1], _FIXED_FUNCTIONS))
+            _, t = _timed(lambda d=decoded: Compiled(d[0], d[1], _FIXED_FUNCTIONS))
             times["compile"].append(t)
-            plain, t = _timed(lambda: run_together(program, SEEDS, registers, compiled_path=False, **model_kw))
+            plain, t = _timed(lambda p=program, r=registers, kw=model_kw: run_together(p, SEEDS, r, compiled_path=False,
+                                                                                      **kw))
             times["loop"].append(t)
-            fast, t = _timed(lambda: run_together(program, SEEDS, registers, decoded=decoded, compiled_path=True,
-                                                  **model_kw))
+            fast, t = _timed(lambda p=program, r=registers, d=decoded, kw=model_kw: run_together(
+                p, SEEDS, r, decoded=d, compiled_path=True, **kw))
             times["compiled"].append(t)
             assert [t.stores for t in plain] == [t.stores for t in fast]
         m = {k: statistics.median(v) for k, v in times.items()}
@@ -84,8 +84,8 @@ def measure(repeat: int) -> dict:
 
 def report(r: dict, repeat: int) -> str:
     loop = r["loop"]
-    lines = [f"interpreter paths, 3 seeds in lockstep, median of {repeat} runs; reference loop sum(range(10**7)) "
-             f"{loop * 1000:.0f} ms in this run"]
+    lines = [(f"interpreter paths, 3 seeds in lockstep, median of {repeat} runs; reference loop "
+              f"sum(range(10**7)) {loop * 1000:.0f} ms in this run")]
     for row in r["rows"]:
         lines.append(f"  {row['label']:<20} {row['instructions']:5d} instructions, {row['steps']:7d} steps a seed: "
                      f"decode {row['decode'] * 1000:5.0f} ms, compile {row['compile'] * 1000:5.0f} ms "

@@ -50,6 +50,14 @@ def _timed(fn):
     return out, time.perf_counter() - t
 
 
+def _predict_and_check(plan, allocation, model):
+    """The executed-spill figures, then the check sharing their reference runs (as ``regtune allocate``)."""
+    runs = ReferenceRuns()
+    figures = execution_figures(plan, allocation.original, allocation.spill_code, runs)
+    return figures, verify_execution(plan.program, plan.assignment, plan.spills, model=model, runs=runs,
+                                     original=allocation.original)
+
+
 def measure(repeat: int) -> dict:
     program, options = build_mha(EXAMPLE)
     model = input_model(EXAMPLE.as_dict(), options)
@@ -60,16 +68,10 @@ def measure(repeat: int) -> dict:
         check_s, both_s = [], []
         for _ in range(repeat):
             loops.append(reference_loop())
-            check, seconds = _timed(lambda: verify_execution(plan.program, plan.assignment, plan.spills, model=model,
-                                                             runs=ReferenceRuns(), original=allocation.original))
+            check, seconds = _timed(lambda a=allocation, p=plan: verify_execution(
+                p.program, p.assignment, p.spills, model=model, runs=ReferenceRuns(), original=a.original))
             check_s.append(seconds)
-
-            def both():
-                runs = ReferenceRuns()
-                figures = execution_figures(plan, allocation.original, allocation.spill_code, runs)
-                return figures, verify_execution(plan.program, plan.assignment, plan.spills, model=model, runs=runs,
-                                                 original=allocation.original)
-            (figures, _), seconds = _timed(both)
+            (figures, _), seconds = _timed(lambda a=allocation, p=plan: _predict_and_check(p, a, model))
             both_s.append(seconds)
         rows[name] = {"check": statistics.median(check_s), "both": statistics.median(both_s),
                       "instructions": len(plan.program.instructions), "spilled": len(plan.spills),
@@ -79,9 +81,9 @@ def measure(repeat: int) -> dict:
 
 def report(r: dict, repeat: int) -> str:
     loop = r["loop"]
-    lines = [f"MHA {EXAMPLE.heads}h b{EXAMPLE.batch} d{EXAMPLE.head_dim} g{EXAMPLE.groups} "
-             f"({r['instructions']} instructions), median of {repeat} cold runs; "
-             f"reference loop sum(range(10**7)) {loop * 1000:.0f} ms in this run"]
+    lines = [(f"MHA {EXAMPLE.heads}h b{EXAMPLE.batch} d{EXAMPLE.head_dim} g{EXAMPLE.groups} "
+              f"({r['instructions']} instructions), median of {repeat} cold runs; "
+              f"reference loop sum(range(10**7)) {loop * 1000:.0f} ms in this run")]
     for name, p in r["plans"].items():
         lines.append(f"  {name:<15} check {p['check'] * 1000:7.0f} ms = {p['check'] / loop:5.1f}x loop "
                      f"(target: at most 3x)   predict + check {p['both'] * 1000:7.0f} ms = {p['both'] / loop:5.1f}x  "

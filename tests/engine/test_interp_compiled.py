@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.check.interp as interp
 import engine.check.interp_compiled as compiled_module
 from engine.alloc import ALLOCATORS, allocate
 from engine.base.errors import InterpreterError
+from engine.check import interp
 from engine.check.interp import compiled, decode, run, run_together
 from engine.ir.parser import parse
 from engine.workloads import input_model
@@ -34,8 +34,8 @@ def _same_both_ways(program, registers, max_steps: int = interp.MAX_STEPS, model
     model_kw = model_kw or {}
     outcomes = []
     for seed in range(4):
-        loop = _outcome(lambda: run(program, seed, registers, max_steps, compiled_path=False, **model_kw))
-        fast = _outcome(lambda: run(program, seed, registers, max_steps, compiled_path=True, **model_kw))
+        loop = _outcome(lambda s=seed: run(program, s, registers, max_steps, compiled_path=False, **model_kw))
+        fast = _outcome(lambda s=seed: run(program, s, registers, max_steps, compiled_path=True, **model_kw))
         assert fast == loop, seed
         outcomes.append(loop)
     loop = _outcome(lambda: run_together(program, SEEDS, registers, max_steps, compiled_path=False, **model_kw))
