@@ -2,7 +2,7 @@
 
 Prints the wall time of each sweep on a local process pool (``--workers``,
 2 by default), the median of ``--repeat`` sweeps, beside the reference loop
-``sum(range(10**7))`` timed in the same run (median of one before each sweep)
+``sum(range(10**7))`` timed in the same run (median of three before and two after each sweep)
 and the ratio of the two (the issue's targets: GEMM at most 150x, MHA at most
 30x), the median and slowest config, and the errors (there must be none).
 Per-thread MHA programs depend on (heads, head_dim, groups), not on batch,
@@ -60,10 +60,11 @@ def main(argv=None) -> dict:
         configs = configs[:: args.sample]
         times, loops = [], []
         for _ in range(args.repeat):
-            loops.append(reference_loop())
+            loops += [reference_loop() for _ in range(3)]     # the machine's pace around each sweep
             t = time.perf_counter()
             rows = sweep(configs, workers=args.workers)
             times.append(time.perf_counter() - t)
+            loops += [reference_loop() for _ in range(2)]
         seconds, loop = statistics.median(times), statistics.median(loops)
         print(_summary(name, rows, seconds, reference, len({key(c) for c in configs}), loop, args.workers,
                        args.repeat), flush=True)
