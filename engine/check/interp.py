@@ -529,8 +529,9 @@ def decode(program: Program, registers: dict | None = None) -> Decoded:
 
 #: compile a program (engine.check.interp_compiled) when every run of it executes at least this many
 #: instructions per instruction of its text (engine.ir.cfg.run_bound, a lower bound from its counted loops):
-#: compiling costs 30-90 us an instruction, about what the loop spends on 8-19 lockstep executions of it
-#: (measured by tests/bench/bench_interp.py), so a program below that runs faster on the loop
+#: compiling costs 24-95 us an instruction, what the loop spends on 2.5-19 lockstep executions of it (runs of
+#: tests/bench/bench_interp.py on a loaded 2-core machine), so a program below that runs faster on the loop;
+#: the bound is a lower one, so the programs compiled pay well (the MHA example runs 120 times its length)
 COMPILE_AT = 12
 
 
