@@ -142,9 +142,13 @@ def sweep_gemm(configs, workers=None, progress=None) -> list[dict]:
 
 
 def sweep_mha(configs, strategies=(), workers=None, progress=None) -> list[dict]:
-    """One row per MHA config; configs sharing a per-thread program share its row."""
+    """One row per MHA config; configs sharing a per-thread program share its row.
+
+    The programs are handed out largest first (head_dim * groups sizes the per-thread program), so no
+    worker is left with a big one at the end while the other idles.
+    """
     configs = list(configs)
-    keys = sorted({program_key(c) for c in configs})
+    keys = sorted({program_key(c) for c in configs}, key=lambda k: (-k[1] * k[2], k))
     rows = run_parallel(_mha_key, [(*k, tuple(strategies)) for k in keys], workers, progress)
     by_key = dict(zip(keys, rows))
     return [{"workload": c.as_dict(), **by_key[program_key(c)]} for c in configs]

@@ -61,6 +61,7 @@ _COMPARE = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
+_OPERATOR = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, POINTER_LOAD, POINTER_STORE, NARROW, OP, LOAD, STORE, BRANCH, CBRANCH, EXIT = range(13)
 
 
@@ -117,6 +118,12 @@ def _rem(ops, k, s):
     return ops[0] % ops[1] if ops[1] else ops[0]
 
 
+#: the functions of known meaning the compiled path writes inline, and the helpers it calls
+_FIXED_FUNCTIONS = {"mov": _FIXED["mov", 1], "cvt": _FIXED["cvt", 1], "sub": _FIXED["sub", 2],
+                    "mul": _FIXED["mul", 2], "fma": _FIXED["fma", 3], "add": _add, "first": _first,
+                    "input": _input, "signed": _signed, "max": _max}
+
+
 def input_of(ins: Instruction) -> str | None:
     """The input an instruction reads: ``param``'s symbol, ``%tid.x`` for ``sreg.tid.x``; None for others."""
     if ins.opcode == "param" and ins.operands and type(ins.operands[0]) is Imm:
@@ -147,9 +154,13 @@ def _compute(ins: Instruction):
         return _max
     cmp = _COMPARE.get(modifier.split(".")[0])
     if base == "setp" and n == 2 and cmp:
-        return lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))
+        fn = lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))
+        fn.compare = _OPERATOR[modifier.split(".")[0]]    # what the compiled path writes inline
+        return fn
     tag = text_tag(ins.opcode)
-    return lambda ops, k, s: mix(tag, k, *ops)
+    fn = lambda ops, k, s: mix(tag, k, *ops)
+    fn.hash_tag = tag
+    return fn
 
 
 def _kind(ins: Instruction, labels: dict):
@@ -334,6 +345,40 @@ class _Run:
         self.taken: set = set()
         self.lanes = [({**_initial_env(seed, registers), **constants, **_input_env(inputs, model, seed)}, {}, seed,
                        trace.stores) for seed, trace in zip(seeds, self.traces)]
+        self.start = (0, 0)     # the pc and step count the loop starts from (see compiled)
+
+    def compiled(self, compiled) -> list[Trace] | None:
+        """Run the lanes on the compiled path (:mod:`engine.check.interp_compiled`): their traces, exactly the
+        loop's; None where the loop must run them instead (a lockstep whose paths part or that fails; an error,
+        which the loop reports). A single lane stopped by the step limit continues in the loop from where it
+        was (a segment's start), registers and memory as they were."""
+        from engine.check.interp_compiled import Memory
+
+        results = []
+        self.lanes = [(env, Memory(seed), seed, stores) for env, _, seed, stores in self.lanes]
+        for env, memory, seed, stores in self.lanes:
+            try:
+                results.append(compiled.execute(env, memory, seed, stores, self.max_steps, self.deadline, self._where))
+            except TimeLimitError:
+                raise
+            except Exception:   # noqa: BLE001 - the loop runs it again from the start and reports the error
+                return None
+        if len(results) > 1 and (any(r[4] is not None for r in results)
+                                 or any(r[1] != results[0][1] for r in results[1:])):
+            return None
+        taken = frozenset().union(*(r[2] for r in results))
+        executed = compiled.executed(results[0][0])
+        _, _, _, steps, handed_back = results[0]
+        if handed_back is not None:         # one lane at the step limit: the loop takes it from there
+            pc, registers = handed_back
+            self.lanes[0][0].update(registers)
+            self.traces[0].executed = executed
+            self.taken = set(taken)
+            self.start = (pc, steps)
+            return self.execute()
+        for trace in self.traces:
+            trace.steps, trace.executed, trace.taken = steps, executed, taken
+        return self.traces
 
     def execute(self) -> list[Trace]:
         executed = self.traces[0].executed
@@ -350,8 +395,8 @@ class _Run:
 
     def _loop(self, executed: list) -> int:
         code, lanes = self.code, self.lanes
-        pc, n, steps = 0, len(code), 0
-        limit = self._checkpoint(0, 0)
+        (pc, steps), n = self.start, len(code)
+        limit = self._checkpoint(steps, pc)
         try:
             while pc < n:
                 kind, reads, writes, guard, negated, fn, extra = code[pc]
@@ -463,14 +508,63 @@ def _load(memory: dict, seed: int, space: str, addr: int, k: int) -> int:
     return memory[key]
 
 
-def decode(program: Program, registers: dict | None = None) -> tuple:
+class Decoded(tuple):
+    """:func:`decode`'s result, (code, constants, inputs), and its compiled function once built (see
+    :func:`compiled`), so a caller that keeps the one keeps the other."""
+
+    compiled = None
+    #: whether runs of it take the compiled path when the caller leaves the choice (None: not decided yet)
+    worth = None
+
+
+def decode(program: Program, registers: dict | None = None) -> Decoded:
     """The decoded program for virtual (``registers`` None) or physical registers: what a run executes.
 
     A caller that runs one program many times (engine.check.verify.ReferenceRuns)
     decodes it once and passes the result to :func:`run` and :func:`run_together`.
     """
     keys = _virtual_keys(program) if registers is None else _physical_keys(program, registers)
-    return _decode(program, keys)
+    return Decoded(_decode(program, keys))
+
+
+#: compile a program (engine.check.interp_compiled) when every run of it executes at least this many
+#: instructions per instruction of its text (engine.ir.cfg.run_bound, a lower bound from its counted loops):
+#: compiling costs 24-95 us an instruction, what the loop spends on 2.5-19 lockstep executions of it (runs of
+#: tests/bench/bench_interp.py on a loaded 2-core machine), so a program below that runs faster on the loop;
+#: the bound is a lower one, so the programs compiled pay well (the MHA example runs 120 times its length)
+COMPILE_AT = 12
+
+
+def compiled(decoded: tuple):
+    """The compiled function of a decoded program, built the first time and kept on it."""
+    from engine.check.interp_compiled import Compiled
+
+    hit = getattr(decoded, "compiled", None)
+    if hit is None:
+        hit = Compiled(decoded[0], decoded[1], _FIXED_FUNCTIONS)
+        if type(decoded) is Decoded:
+            decoded.compiled = hit
+    return hit
+
+
+def _wants_compiled(program: Program, decoded: tuple, choice: bool | None, stop_after: int | None) -> bool:
+    """The path a run takes (see :func:`run`'s ``compiled_path``); the choice is kept on the decoded program."""
+    if stop_after is not None or choice is False:
+        return False
+    if choice is True:
+        return True
+    worth = getattr(decoded, "worth", None)
+    if worth is None:
+        from engine.ir.cfg import run_bound
+
+        try:
+            bound = run_bound(program)
+        except Exception:  # noqa: BLE001 - a program whose structure is not known runs on the loop
+            bound = None
+        worth = bound is not None and bound.steps >= COMPILE_AT * len(decoded[0])
+        if type(decoded) is Decoded:
+            decoded.worth = worth
+    return worth
 
 
 def _input_env(inputs: tuple, model: InputModel, seed: int) -> dict:
@@ -488,10 +582,10 @@ def _initial_env(seed: int, registers: dict | None) -> dict:
 
 def run_together(program: Program, seeds, registers: dict | None = None, max_steps: int = MAX_STEPS,
                  deadline: float | None = None, model: InputModel = GENERIC,
-                 decoded: tuple | None = None) -> list[Trace] | None:
+                 decoded: tuple | None = None, compiled_path: bool | None = None) -> list[Trace] | None:
     """Run several seeds in lockstep: their traces, in the order of ``seeds``; None where that could not be done.
 
-    The traces are exactly those single runs would give. When the seeds
+    The traces are exactly those single runs would give (``compiled_path``: as for :func:`run`). When the seeds
     take different paths or a run fails (an undefined value, the step
     limit), the caller runs each seed alone with :func:`run`, which reports
     its own error.
@@ -504,9 +598,15 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
     >>> [t.stores for t in run_together(p, (0, 1))] == [run(p, 0).stores, run(p, 1).stores]
     True
     """
+    decoded = decoded or decode(program, registers)
     try:
-        return _Run(program, decoded or decode(program, registers), tuple(seeds), registers, max_steps, deadline,
-                    model).execute()
+        lanes = _Run(program, decoded, tuple(seeds), registers, max_steps, deadline, model)
+        if _wants_compiled(program, decoded, compiled_path, None):
+            traces = lanes.compiled(compiled(decoded))
+            if traces is not None:
+                return traces
+            lanes = _Run(program, decoded, tuple(seeds), registers, max_steps, deadline, model)
+        return lanes.execute()
     except TimeLimitError:
         raise
     except (_Diverged, InterpreterError):
@@ -515,7 +615,7 @@ def run_together(program: Program, seeds, registers: dict | None = None, max_ste
 
 def run(program: Program, seed: int = 0, registers: dict | None = None, max_steps: int = MAX_STEPS,
         deadline: float | None = None, model: InputModel = GENERIC, decoded: tuple | None = None,
-        stop_after: int | None = None) -> Trace:
+        stop_after: int | None = None, compiled_path: bool | None = None) -> Trace:
     """Execute ``program`` from its first block until ``exit`` or its end.
 
     Parameters
@@ -528,6 +628,15 @@ def run(program: Program, seed: int = 0, registers: dict | None = None, max_step
     decoded : :func:`decode`'s result for ``program`` and ``registers``, when the caller keeps it.
     stop_after : end the run after this many steps (or at the program's end) and return its final
         registers and memory in ``Trace.state``.
+    compiled_path : True to run on the compiled path (:mod:`engine.check.interp_compiled`), False on the
+        loop (the reference the compiled path is tested against), None to let the interpreter choose
+        (compiled for a program whose counted loops make every run execute at least :data:`COMPILE_AT` times
+        its length; never with ``stop_after``).
+        The trace is the same either way.
     """
-    return _Run(program, decoded or decode(program, registers), (seed,), registers, max_steps, deadline,
-                model, stop_after).execute()[0]
+    decoded = decoded or decode(program, registers)
+    if _wants_compiled(program, decoded, compiled_path, stop_after):
+        traces = _Run(program, decoded, (seed,), registers, max_steps, deadline, model).compiled(compiled(decoded))
+        if traces is not None:
+            return traces[0]
+    return _Run(program, decoded, (seed,), registers, max_steps, deadline, model, stop_after).execute()[0]

@@ -55,24 +55,35 @@ class Conflict:
     message: str
 
 
-def _fits(regs, width: int, budget: int) -> bool:
-    return (regs is not None and len(regs) == width and 0 <= regs[0] and regs[-1] < budget
-            and (width == 1 or (regs[0] % 2 == 0 and regs[1] == regs[0] + 1)))
-
-
-def _shape_conflicts(program: Program, assignment: dict, budget: int) -> list[Conflict]:
+def _assigned(program: Program, analysis: Analysis, assignment: dict, budget: int) -> tuple[np.ndarray, list]:
+    """Each value's first register as :func:`_register_segments` takes it (-1: none it can hold) and the
+    values' shape conflicts (a register missing, of the wrong width, outside the budget, misaligned, or given
+    to a predicate), in one pass over the values; the common case, a register that fits, costs a few tests."""
     values = program.values
     out = [Conflict(-1, "unknown", (name,), None, f"%{name} has a register but the program never defines it")
            for name in assignment.keys() - values.keys()]
-    get = assignment.get
-    for name, value in values.items():
-        regs, width = get(name), value.width
+    get, lo = assignment.get, []
+    for name, width in zip(analysis.names, analysis.widths.tolist()):
+        regs = get(name)
+        if regs is None:
+            if width:
+                out.append(Conflict(-1, "missing", (name,), None, f"%{name} has no register"))
+            lo.append(-1)
+            continue
+        if width == 1 and len(regs) == 1 and 0 <= regs[0] < budget:
+            lo.append(regs[0])
+            continue
+        if width == 2 and len(regs) == 2 and 0 <= regs[0] and regs[1] < budget and regs[0] % 2 == 0 \
+                and regs[1] == regs[0] + 1:
+            lo.append(regs[0])
+            continue
         if width == 0:
-            if regs is not None:
-                out.append(Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register"))
-        elif not _fits(regs, width, budget):
+            out.append(Conflict(-1, "pred", (name,), None, f"%{name} is a predicate and takes no general register"))
+        else:
             out.extend(_register_conflicts(name, width, regs, budget))
-    return out
+        lo.append(regs[0] if width and regs and len(regs) == width and (width == 1 or regs[1] == regs[0] + 1)
+                  else -1)
+    return np.array(lo, dtype=np.int64), out
 
 
 def _register_conflicts(name: str, width: int, regs, budget: int) -> list[Conflict]:
@@ -90,12 +101,14 @@ def _register_conflicts(name: str, width: int, regs, budget: int) -> list[Confli
     return []
 
 
-def _register_segments(analysis: Analysis, assignment: dict):
-    """One row per (segment, register held): value, register, start, end."""
+def _register_segments(analysis: Analysis, assignment: dict, lo: np.ndarray | None = None):
+    """One row per (segment, register held): value, register, start, end (``lo``: each value's first
+    register, -1 for none, when the caller has it)."""
     get = assignment.get
-    lo = np.fromiter((r[0] if w and r and len(r) == w and (w == 1 or r[1] == r[0] + 1) else -1
-                      for r, w in zip(map(get, analysis.names), analysis.widths.tolist())),
-                     dtype=np.int64, count=len(analysis.names))
+    if lo is None:
+        lo = np.fromiter((r[0] if w and r and len(r) == w and (w == 1 or r[1] == r[0] + 1) else -1
+                          for r, w in zip(map(get, analysis.names), analysis.widths.tolist())),
+                         dtype=np.int64, count=len(analysis.names))
     keep = lo[analysis.seg_value] >= 0
     value, start, end = analysis.seg_value[keep], analysis.seg_start[keep], analysis.seg_end[keep]
     pair = analysis.widths[value] == 2
@@ -104,7 +117,8 @@ def _register_segments(analysis: Analysis, assignment: dict):
             np.concatenate([start, start[pair]]), np.concatenate([end, end[pair]]))
 
 
-def overlap_conflicts(analysis: Analysis, assignment: dict, limit: int | None = None) -> tuple[list[Conflict], int]:
+def overlap_conflicts(analysis: Analysis, assignment: dict, limit: int | None = None,
+                      lo: np.ndarray | None = None) -> tuple[list[Conflict], int]:
     """Pairs of values holding one register at one position, each at its first such point, and how many
     there are: all of them, or (``limit``) at least the ``limit`` at the earliest instructions, so a plan
     with millions of conflicts (every value in R0) costs arrays, not millions of objects.
@@ -112,7 +126,7 @@ def overlap_conflicts(analysis: Analysis, assignment: dict, limit: int | None = 
     Works on the segments of each register alone (never on the interference
     graph the allocators used), so it checks them independently.
     """
-    value, reg, start, end = _register_segments(analysis, assignment)
+    value, reg, start, end = _register_segments(analysis, assignment, lo)
     span = 2 * len(analysis.program.instructions) + 2
     i, j = overlapping_pairs(reg * span + start, reg * span + end)
     u, v = value[i], value[j]
@@ -157,14 +171,19 @@ def _slot_conflicts(program: Program, spills: dict, code: SpillCode | None) -> l
     return out + _stray_spill_code(program, spills, code)
 
 
+_LOCAL_OPCODES = frozenset({"ld.local", "st.local"})
+
+
 def _stray_spill_code(program: Program, spills: dict, code: SpillCode) -> list[Conflict]:
     """Local loads and stores that look like spill code but are not the map's: on a spilled value's slot
     without being its code, or reloading a value (``%v.rK``) the map does not spill."""
     owner = {slot: name for name, slot in sorted(spills.items(), reverse=True)}
-    ours, out = code.indices, []
-    for i, ins in enumerate(program.instructions):
-        if ins.opcode not in ("ld.local", "st.local") or i in ours:
+    ours, out, instructions = code.indices, [], program.instructions
+    local = [i for i, ins in enumerate(instructions) if ins.opcode in _LOCAL_OPCODES]
+    for i in local:
+        if i in ours:
             continue
+        ins = instructions[i]
         slot = spill_slot(ins)
         if slot in owner:
             v = owner[slot]
@@ -203,8 +222,9 @@ def first_conflicts(program: Program, assignment: dict, spills: dict, budget: in
     (1, 1225, '%x0 and %x1 share R0 while bot')
     """
     analysis = analysis or analyze(program)
-    found = _shape_conflicts(program, assignment, budget) + _slot_conflicts(program, spills, spill_code)
-    overlaps, count = overlap_conflicts(analysis, assignment, limit)
+    lo, found = _assigned(program, analysis, assignment, budget)
+    found += _slot_conflicts(program, spills, spill_code)
+    overlaps, count = overlap_conflicts(analysis, assignment, limit, lo)
     ordered = sorted(found + overlaps)
     return (ordered if limit is None else ordered[:limit]), len(found) + count
 
@@ -381,11 +401,11 @@ def verify_execution(program: Program, assignment: dict, spills: dict, seeds=SEE
     try:
         chosen = choose_seeds(original, model, (*seeds, *model.case_seeds), max_steps, deadline, candidates, runs)
         want = runs.traces(original, chosen, model, max_steps, deadline)
-        got = {}
+        decoded, got = decode(program, assignment), {}     # decoded once for every run of the allocated program
         for group in _paths(want):
-            together = run_together(program, group, assignment, max_steps, deadline, model)
+            together = run_together(program, group, assignment, max_steps, deadline, model, decoded)
             got.update(zip(group, together) if together else
-                       ((seed, run(program, seed, assignment, max_steps, deadline, model)) for seed in group))
+                       ((seed, run(program, seed, assignment, max_steps, deadline, model, decoded)) for seed in group))
         for seed in chosen:
             if got[seed].stores != want[seed].stores:
                 raise VerificationError(_first_difference(model.describe(seed), want[seed].stores, got[seed].stores))
