@@ -122,12 +122,24 @@ class PlanFacts:
         return self.path if self.original is self.plan.program else executed_path(self.original, self.trips)
 
     def ilp(self, arch: str | None = None):
-        """:func:`engine.model.ilp.plan_ilp` on ``arch`` (default: the plan's own arch), once per arch."""
-        from engine.model.ilp import plan_ilp
+        """:func:`engine.model.ilp.plan_ilp` on ``arch`` (default: the plan's own arch), once per arch; on disk
+        in the build cache under the plan's digest, the arch and :func:`kernels.build.code_digest`."""
+        from dataclasses import asdict
+
+        from engine.model.ilp import IlpFigures, plan_ilp
+        from kernels.build import StageCache, code_digest
 
         arch = arch or (self.plan.options or {}).get("arch", DEFAULT_ARCH)
         if arch not in self._ilp:
-            self._ilp[arch] = plan_ilp(self.plan, arch, self.original, self.path, self.original_path)
+            cache = StageCache.open("ILP model")
+            key = (self.digest, arch, code_digest())
+            stored = cache.read("ilp", _valid_ilp, *key)
+            if stored is not None:
+                data = json.loads(stored)
+                self._ilp[arch] = IlpFigures(**{**data, "critical": tuple(data["critical"])})
+            else:
+                self._ilp[arch] = plan_ilp(self.plan, arch, self.original, self.path, self.original_path)
+                cache.write(json.dumps(asdict(self._ilp[arch])), "ilp", *key)
         return self._ilp[arch]
 
     @cached_property
@@ -153,6 +165,17 @@ class PlanFacts:
                            sorted(p.spills.items()), p.budget, p.allocator, p.workload or {}, p.options or {}],
                           sort_keys=True, default=str)
         return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _valid_ilp(text: str) -> bool:
+    """A stored :class:`engine.model.ilp.IlpFigures` of the shape this version writes."""
+    from dataclasses import fields
+
+    from engine.model.ilp import IlpFigures
+
+    data = json.loads(text)
+    return isinstance(data, dict) and set(data) == {f.name for f in fields(IlpFigures)} and \
+        isinstance(data["critical"], list) and isinstance(data["cycles"], int)
 
 
 def facts_of(plan: Plan, facts: PlanFacts | None) -> PlanFacts:
