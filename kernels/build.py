@@ -37,6 +37,7 @@ whether any tool ran.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -61,6 +62,7 @@ from kernels.toolchain import (
     LINE_INFO,
     CompileReport,
     ToolchainError,
+    find_tool,
     nvdisasm,
     ptxas,
     ptxas_flags,
@@ -271,6 +273,66 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: the folders of RegTune's own code and data whose files make a kernel and its figures (:func:`code_digest`)
+CODE_FOLDERS = ("engine", "kernels", "resources")
+#: the kinds of files of those folders the digest reads
+CODE_SUFFIXES = (".py", ".toml", ".json", ".txt")
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A digest of RegTune's own code that generates kernels and derives figures (every source and data file of
+    :data:`CODE_FOLDERS`, by path and content): part of the key of every stage whose result that code computes
+    (the report, the simulator check), so a change to any of it is a miss."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for folder in CODE_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts and path.is_file():
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:32]
+
+
+#: the packages whose versions, with the tools' files, decide what :func:`toolchain_fingerprint` says
+TOOLCHAIN_PACKAGES = ("numba-cuda", "numba", "nvidia-nvvm", "nvidia-cuda-nvcc", "nvidia-cuda-nvdisasm")
+#: the environment variables that can change which NVVM numba-cuda loads
+TOOLCHAIN_ENV = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "NUMBA_CUDA_NVVM", "NUMBA_CUDA_LIBDEVICE",
+                 "LD_LIBRARY_PATH")
+
+
+def _toolchain_probe_key() -> tuple[str, ...]:
+    """What the toolchain's versions depend on, cheap to read: package versions, the environment numba-cuda
+    reads, and ptxas's and nvdisasm's files (path, size, time)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(dist: str) -> str:
+        try:
+            return f"{dist} {version(dist)}"
+        except PackageNotFoundError:
+            return f"{dist} none"
+
+    tools = []
+    for name in ("ptxas", "nvdisasm"):
+        path = find_tool(name)
+        info = path.stat()
+        tools.append(f"{path} {info.st_size} {info.st_mtime_ns}")
+    return (*map(of, TOOLCHAIN_PACKAGES), *(f"{k}={os.environ.get(k, '')}" for k in TOOLCHAIN_ENV), *tools)
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain() -> str:
+    """:func:`kernels.toolchain.toolchain_fingerprint`, read from the cache when the packages, the environment and
+    the tools' files are those it was asked with before (asking NVVM its version imports numba: seconds)."""
+    cache = StageCache.open("toolchain probe")
+    key = _toolchain_probe_key()
+    stored = cache.read("toolchain", lambda text: text.startswith("numba-cuda ") and "\n" not in text, *key)
+    if stored is not None:
+        return stored
+    found = toolchain_fingerprint()
+    cache.write(found, "toolchain", *key)
+    return found
+
+
 #: the helpers every kernel module embeds, which its kernel function calls (part of a PTX's cache key)
 _HELPERS_DIGEST = _digest(template_text("helpers"))
 
@@ -305,7 +367,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
     archs = tuple(archs)
     for a in archs:
         load_arch(a)
-    fingerprint = toolchain_fingerprint()
+    fingerprint = toolchain()
     cache = StageCache.open(fingerprint)
     timings: dict = {}
     ran = False
@@ -399,11 +461,11 @@ def _arch_build(arch: str, plan_run: tuple, compiler_run: tuple, timings: dict, 
 
 
 def build_plan(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", use_cache: bool = True,
-               limits: Limits = Limits(), load_order: str = "barrier") -> Build:
+               limits: Limits = Limits(), load_order: str = "barrier", facts=None) -> Build:
     """Generate the kernel for ``plan`` (``load_order``: :data:`kernels.codegen.LOAD_ORDERS`) and build it (see
-    :func:`build_source`)."""
+    :func:`build_source`); ``facts``: the caller's :class:`kernels.facts.PlanFacts` of ``plan``."""
     t = time.perf_counter()
-    source = kernel_source(plan, spills, load_order=load_order)
+    source = kernel_source(plan, spills, load_order=load_order, facts=facts)
     codegen_ms = (time.perf_counter() - t) * 1000
     built = build_source(source, archs, use_cache, limits)
     return Build(built.source, built.ptx, built.entry, built.archs, {"codegen": codegen_ms, **built.timings_ms},

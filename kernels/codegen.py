@@ -90,6 +90,7 @@ from engine.ir.core import Imm, Instruction, Program, Use
 from engine.ir.rules import KERNEL_NAMES, shape_of, usable_symbol
 from engine.ir.spill import remove_spill_code, spill_slot
 from engine.plan import Plan, registers_used
+from kernels.facts import PlanFacts
 from kernels.harness import HARNESSES, Harness, bound_names, harness_for
 from kernels.templates import template_text
 
@@ -734,7 +735,7 @@ _MAIN_PROGRAM = _format_template(template_text("main_program")).replace("REFEREN
 
 
 def _constants(plan: Plan, w: _Writer, params: list, signature: str, harness: Harness | None,
-               trips: dict | None) -> list[str]:
+               trips: dict | None, facts: PlanFacts | None = None) -> list[str]:
     """The module's constants: those of every kernel module, then the harness's (numbers only)."""
     options = plan.options or {}
     lines = [f"WORKLOAD = {_literal(plan.workload or {})}", f"ALLOCATOR = {str(plan.allocator)!r}",
@@ -744,7 +745,7 @@ def _constants(plan: Plan, w: _Writer, params: list, signature: str, harness: Ha
              f"THREADS_PER_BLOCK = {int(options.get('threads_per_block', 128))}"]
     if harness is not None:
         try:
-            trips = trips or loop_trips(plan.program)
+            trips = trips or (facts.trips if facts is not None else loop_trips(plan.program))
         except StructureError as exc:
             raise KernelError(str(exc)) from None
         for key, value in harness.constants(plan, trips).items():
@@ -811,9 +812,10 @@ def without_spill_code(plan: Plan) -> Plan:
     return plan.with_(program=remove_spill_code(plan.program, plan.spills), spills={})
 
 
-def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: str) -> tuple[str, str]:
+def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: str,
+                        facts: PlanFacts | None = None) -> tuple[str, str]:
     """The text and name of the kernel function without the plan's spill code, for a program file's module."""
-    reference = without_spill_code(plan)
+    reference = facts.plain if facts is not None else without_spill_code(plan)
     renamed = Program(f"{plan.program.name}_without_spill_code", reference.program.blocks)
     body, _, ref_name, _ = kernel_body(reference.with_(program=renamed), "compiler", trips, load_order)
     if ref_name == name:
@@ -822,11 +824,12 @@ def _reference_function(plan: Plan, trips: dict | None, name: str, load_order: s
 
 
 def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None,
-                  load_order: str = "barrier") -> KernelSource:
+                  load_order: str = "barrier", facts: PlanFacts | None = None) -> KernelSource:
     """The kernel module for ``plan``: its schedule, tiling and budget, spill code as ``spills`` says, the
     placement of its global loads kept as ``load_order`` says (:data:`LOAD_ORDERS`).
 
-    ``trips`` (loop label -> trip count) shortens counted loops, for simulator runs of MHA.
+    ``trips`` (loop label -> trip count) shortens counted loops, for simulator runs of MHA. ``facts``: the
+    caller's :class:`kernels.facts.PlanFacts` of ``plan`` (its loop trips, its program without spill code).
     """
     body, w, name, params = kernel_body(plan, spills, trips, load_order)
     signature = _signature(plan.program, params, w.array_params)
@@ -840,10 +843,10 @@ def kernel_source(plan: Plan, spills: str = "plan", trips: dict | None = None,
                  "(spill_zero is 0 at run time), which NVVM cannot fold away.\n" if w.stores or w.loads else "")
               + LOAD_ORDERS[load_order].note
               + 'Run it: python THIS_FILE.py (a GPU, or NUMBA_ENABLE_CUDASIM=1 for numba\'s simulator)."""\n')
-    constants = _constants(plan, w, params, signature, harness, trips)
+    constants = _constants(plan, w, params, signature, harness, trips, facts)
     main, reference = "", ""
     if harness is not None and harness.main == "main_program":
-        reference, ref_name = _reference_function(plan, trips, name, load_order)
+        reference, ref_name = _reference_function(plan, trips, name, load_order, facts)
         reference = "\n\n" + reference
         main = _MAIN_PROGRAM.format(name=name, reference=ref_name)
     elif harness is not None:

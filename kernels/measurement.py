@@ -234,7 +234,9 @@ class SimulatorCheck(_Record):
     ``reference``: the numpy check in words (None: the workload has no numpy
     reference, a program file); ``spill_code``: the plan's kernel against the
     same program without the plan's spill code on the same inputs, in words
-    (or why nothing was compared); ``scope``: what an MHA run covered.
+    (or why nothing was compared); ``scope``: what the runs covered (the
+    grid chosen for coverage: which blocks and threads ran, and why they
+    take every branch both ways; MHA's loops cut to a few trips).
     ``max_error`` is the numpy check's, else the largest difference of the
     spill-code comparison; ``ok`` is true only if every comparison made agreed.
 
@@ -266,7 +268,8 @@ class SimulatorCheck(_Record):
             return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"
         if self.reference is None and self.spill_code.endswith("nothing to compare with compiler spills"):
             return f"ran, nothing compared: no numpy reference (a program file) and {self.spill_code}"
-        return f"{'ok' if self.ok else 'MISMATCH'}: " + "; ".join(self.compared)
+        covered = f"; covered: {self.scope}" if self.scope else ""
+        return f"{'ok' if self.ok else 'MISMATCH'}: " + "; ".join(self.compared) + covered
 
 
 @dataclass(frozen=True)

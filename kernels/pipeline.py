@@ -23,7 +23,10 @@ Examples
 from __future__ import annotations
 
 import functools
+import json
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from engine.base.errors import RegtuneError
 from engine.base.jobs import Cancelled, NullProgress, Progress
@@ -36,11 +39,21 @@ from engine.model.arch import (
     occupancy,
 )
 from engine.plan import Plan
-from kernels.build import Limits, build_plan, compile_ptx, rename_entry
+from kernels.build import (
+    Limits,
+    StageCache,
+    build_plan,
+    code_digest,
+    compile_ptx,
+    rename_entry,
+    toolchain,
+)
 from kernels.codegen import kernel_source
+from kernels.facts import PlanFacts, facts_of
 from kernels.measurement import (
     Measurement,
     PlanPtxFigures,
+    SimulatorCheck,
     Sweep,
     SweepRow,
     Unavailable,
@@ -66,28 +79,105 @@ def _device() -> str | None:
     return cuda_device()
 
 
+#: what the simulator and GPU figures of a stored report are until this measurement's own replace them
+_PENDING = Unavailable("not run yet")
+
+
 def measure(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "plan", limits: Limits = Limits(),
             skip_simulator: str = "", sim_timeout: float = SIMULATOR_TIMEOUT_S,
-            progress: Progress | None = None) -> Measurement:
+            progress: Progress | None = None, facts: PlanFacts | None = None, skip_gpu: str = "") -> Measurement:
     """Build ``plan``'s kernel for ``archs``, measure it, check it in the simulator and, with a device, on the GPU.
 
-    ``skip_simulator``: when not empty, the simulator is not run and this is
-    the reason its figure shows. A note on an unusable build cache is in
+    ``skip_simulator`` / ``skip_gpu``: when not empty, the simulator (the GPU
+    run) is not started and this is the reason its figure shows. ``facts``:
+    the caller's :class:`kernels.facts.PlanFacts` of ``plan`` (an
+    allocation's analyses), from which every derived figure is read; without
+    them each is derived once here. A note on an unusable cache is in
     ``Measurement.cache_warning``.
+
+    Cached by content: the report (everything but the simulator and GPU
+    figures) under the plan's digest, ``archs``, ``spills``, the toolchain's
+    versions and :func:`kernels.build.code_digest`; the simulator check
+    likewise (:func:`simulator_check`). A second identical measurement runs
+    no tool, no simulator and derives nothing but the GPU run (with a device).
     """
     progress = progress or NullProgress()
+    facts = facts_of(plan, facts)
+    archs = tuple(archs)
     _stage(progress, 0, 3, "build")
-    with ThreadPoolExecutor(max_workers=1) as pool:        # the plan PTX's ptxas runs beside NVVM's build
-        own = pool.submit(plan_ptx_or_why, plan, tuple(archs))
-        build = build_plan(plan, tuple(archs), spills=spills, limits=limits)
-        own = own.result()
+    m, built = _report(plan, archs, spills, limits, facts)
     _stage(progress, 1, 3, "simulator check")
-    sim = Unavailable(skip_simulator) if skip_simulator else simulate(plan, spills, sim_timeout)
+    sim = Unavailable(skip_simulator) if skip_simulator else simulator_check(plan, spills, sim_timeout, facts, built)
     _stage(progress, 2, 3, "GPU run")
-    device = _device()
-    gpu = run_on_gpu(plan, spills, device=device)
+    gpu = Unavailable(skip_gpu) if skip_gpu else run_on_gpu(plan, spills, device=_device(), built=built)
     progress.advance(3, 3)
-    return measurement(plan, build, sim, gpu, own)
+    return replace(m, simulator=sim, gpu=gpu)
+
+
+def _report_key(facts: PlanFacts, archs: tuple, spills: str) -> tuple[str, ...]:
+    return (facts.digest, ",".join(archs), spills, code_digest())
+
+
+def _valid_report(text: str) -> bool:
+    try:
+        Measurement.from_reply(json.loads(text))
+        return True
+    except Exception:  # noqa: BLE001 - any entry this version cannot read back is a miss
+        return False
+
+
+def _report(plan: Plan, archs: tuple, spills: str, limits: Limits, facts: PlanFacts):
+    """The measurement without its simulator and GPU figures (stored, or built and measured now), and the kernel
+    source when it was generated here (None: read from the cache)."""
+    t = time.perf_counter()
+    cache = StageCache.open(toolchain())
+    key = _report_key(facts, archs, spills)
+    stored = cache.read("report", _valid_report, *key)
+    if stored is not None:
+        m = Measurement.from_reply(json.loads(stored))
+        own = m.plan_ptx
+        if isinstance(own, PlanPtxFigures):
+            own = replace(own, timings_ms={}, cached=True)
+        return replace(m, timings_ms={"report cache": round((time.perf_counter() - t) * 1000, 1)}, cached=True,
+                       plan_ptx=own, cache_warning=cache.warning), None
+    with ThreadPoolExecutor(max_workers=1) as pool:        # the plan PTX's ptxas runs beside NVVM's build
+        own = pool.submit(plan_ptx_or_why, plan, archs)
+        build = build_plan(plan, archs, spills=spills, limits=limits, facts=facts)
+        own = own.result()
+    m = measurement(plan, build, _PENDING, _PENDING, own, facts)
+    cache.write(json.dumps(m.to_reply()), "report", *key)
+    return replace(m, cache_warning=m.cache_warning or cache.warning), build.source
+
+
+def _simulator_key(facts: PlanFacts, spills: str, seed: int) -> tuple[str, ...]:
+    from importlib.metadata import version
+
+    return (facts.digest, spills, str(seed), code_digest(), f"numba {version('numba')}",
+            f"numba-cuda {version('numba-cuda')}", f"numpy {version('numpy')}")
+
+
+def _valid_check(text: str) -> bool:
+    try:
+        return isinstance(SimulatorCheck.from_dict(json.loads(text)), SimulatorCheck)
+    except Exception:  # noqa: BLE001 - any entry this version cannot read back is a miss
+        return False
+
+
+def simulator_check(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S,
+                    facts: PlanFacts | None = None, built=None, seed: int = 0) -> SimulatorCheck | Unavailable:
+    """:func:`kernels.run.simulate`, cached by the plan's digest, ``spills``, the seed, RegTune's code and
+    numba's, numba-cuda's and numpy's versions: a check that ran (agreed or not) is stored; a worker that gave
+    no result (a time limit, a crash) is not, and runs again next time."""
+    facts = facts_of(plan, facts)
+    cache = StageCache.open("simulator")
+    key = _simulator_key(facts, spills, seed)
+    stored = cache.read("simulator", _valid_check, *key)
+    if stored is not None:
+        return SimulatorCheck.from_dict(json.loads(stored))
+    check = simulate(plan, spills, timeout, seed, facts, built)
+    if isinstance(check, SimulatorCheck):
+        cache.write(json.dumps(check.to_dict()), "simulator", *key)
+    return check
 
 
 def plan_ptx_or_why(plan: Plan, archs) -> PlanPtxFigures | Unavailable:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from engine.base.errors import RegtuneError
-from engine.ir.cfg import loop_trips
 from engine.model.arch import (
     DEFAULT_ARCH,
     load_arch,
@@ -25,10 +24,9 @@ from engine.model.arch import (
     next_register_step,
     occupancy,
 )
-from engine.model.ilp import plan_ilp
-from engine.model.timemodel import model_time, thread_traffic
+from engine.model.timemodel import model_time
 from engine.plan import Plan, registers_used
-from engine.predict import predict, program_maxlive
+from engine.predict import predict
 from kernels.build import Build
 from kernels.control import (
     ControlError,
@@ -38,7 +36,7 @@ from kernels.control import (
     parse_hex,
     traffic,
 )
-from kernels.harness import gpu_grid
+from kernels.facts import PlanFacts, facts_of
 from kernels.measurement import (
     GpuRun,
     KernelFigures,
@@ -69,9 +67,11 @@ def threads_per_block(plan: Plan) -> int:
     return int((plan.options or {}).get("threads_per_block", 128))
 
 
-def planned(plan: Plan, arch: str = DEFAULT_ARCH) -> Planned:
-    """The plan's own figures (no tool involved), its occupancy on ``arch``."""
-    figures = predict(plan)
+def planned(plan: Plan, arch: str = DEFAULT_ARCH, facts: PlanFacts | None = None) -> Planned:
+    """The plan's own figures (no tool involved), its occupancy on ``arch``; ``facts``: the caller's
+    :class:`kernels.facts.PlanFacts` of ``plan`` (its analyses and spill code)."""
+    f = facts_of(plan, facts)
+    figures = predict(plan, f.analysis, f.spill_code, f.original_analysis)
     regs = figures.registers
     threads = threads_per_block(plan)
     a = load_arch(arch)
@@ -92,12 +92,12 @@ def _pairs(plan: Plan) -> int:
     return sum(1 for v in plan.program.values.values() if v.width == 2)
 
 
-def explain(plan: Plan, build: Build, arch: str) -> list[str]:
+def explain(plan: Plan, build: Build, arch: str, facts: PlanFacts | None = None) -> list[str]:
     """One sentence per gap between the plan and what ptxas/SASS show for ``arch``, each naming the cap its
     figures come from: the plan cap (``-maxrregcount`` = the plan's count) or no cap (ptxas's own choice)."""
     b = build.archs[arch]
     plan_regs = registers_used(plan.assignment)
-    maxlive = program_maxlive(plan)       # the program's, before spill code (as everywhere)
+    maxlive = facts_of(plan, facts).maxlive       # the program's, before spill code (as everywhere)
     at_plan, own = b.report, b.compiler
     plan_flag = "no -maxrregcount" if at_plan.max_registers is None else f"-maxrregcount={at_plan.max_registers}"
     top = b.sass.highest_register()
@@ -197,10 +197,13 @@ def _unrolled(plan: Plan, listing, trips: dict) -> str:
             f"{block.name} {ir}: unrolled, so weighting it by the trip count would over-count") if sass > ir else ""
 
 
-def schedule_figures(plan: Plan, build: Build, arch: str) -> ScheduleFigures | Unavailable:
-    """Issue cycles per warp from ``arch``'s control bits, the loop weighted by the plan's trip count."""
+def schedule_figures(plan: Plan, build: Build, arch: str, facts: PlanFacts | None = None,
+                     listing=None) -> ScheduleFigures | Unavailable:
+    """Issue cycles per warp from ``arch``'s control bits, the loop weighted by the plan's trip count
+    (``listing``: the caller's :func:`kernels.control.parse_hex` of the arch's encodings)."""
     try:
-        listing, trips = parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)
+        listing = listing if listing is not None else parse_hex(build.archs[arch].hex_text)
+        trips = facts_of(plan, facts).trips
         why = _unrolled(plan, listing, trips)
         r = issue_cycles(listing, load_latencies(arch).cycles, trips)
     except ControlError as e:
@@ -211,12 +214,14 @@ def schedule_figures(plan: Plan, build: Build, arch: str) -> ScheduleFigures | U
                            _schedule_source(arch, listing))
 
 
-def sass_figures(plan: Plan, build: Build, arch: str) -> SassFigures:
+def sass_figures(plan: Plan, build: Build, arch: str, facts: PlanFacts | None = None,
+                 listing=None) -> SassFigures:
     """The SASS live-range figures of one arch, the sentences explaining its gaps to the plan, its issue cycles."""
     s = build.archs[arch].sass
     return SassFigures(s.maxlive, s.offsets[s.peak], len(s.texts), s.highest_register(),
-                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(), tuple(explain(plan, build, arch)),
-                       schedule_figures(plan, build, arch), build.archs[arch].ir_map)
+                       s.bank_conflicts(load_arch(arch).bank_model), s.mix(),
+                       tuple(explain(plan, build, arch, facts)), schedule_figures(plan, build, arch, facts, listing),
+                       build.archs[arch].ir_map)
 
 
 def _model(arch: str, cycles: int, instructions: int, registers: int, grid, nbytes: int, source: str):
@@ -227,37 +232,45 @@ def _model(arch: str, cycles: int, instructions: int, registers: int, grid, nbyt
         return Unavailable(f"no model time: {e}")
 
 
-def plan_model_time(plan: Plan, arch: str, ilp=None) -> ModelTimeFigures | Unavailable:
+def plan_model_time(plan: Plan, arch: str, ilp=None, facts: PlanFacts | None = None) -> ModelTimeFigures | Unavailable:
     """Model time of the plan on ``arch`` from the plan alone: its issue cycles (engine/model/ilp.py), register
-    count and traffic, over the grid a GPU run launches; ``ilp``: the caller's :func:`plan_ilp` on ``arch``."""
-    grid = gpu_grid(plan)
+    count and traffic, over the grid a GPU run launches; ``ilp``: the caller's
+    :func:`engine.model.ilp.plan_ilp` on ``arch`` (else ``facts``'s)."""
+    facts = facts_of(plan, facts)
+    grid = facts.grid
     if grid is None:
         return Unavailable("no model time: the plan has no workload, so no grid")
-    f = ilp or plan_ilp(plan, arch)
-    return _model(arch, f.cycles, f.instructions, registers_used(plan.assignment), grid,
-                  thread_traffic(plan.program).total,
+    f = ilp or facts.ilp(arch)
+    return _model(arch, f.cycles, f.instructions, registers_used(plan.assignment), grid, facts.traffic.total,
                   "plan")
 
 
-def sass_model_time(plan: Plan, build: Build, arch: str, schedule) -> ModelTimeFigures | Unavailable:
+def sass_model_time(plan: Plan, build: Build, arch: str, schedule, facts: PlanFacts | None = None,
+                    listing=None) -> ModelTimeFigures | Unavailable:
     """Model time of the built kernel on ``arch``: the SASS's issue cycles (``schedule``), ptxas's registers at
     the plan cap and the SASS's global and local loads and stores along its executed path
     (:func:`kernels.control.executed_path`, which takes a predicated forward branch: where ptxas branches
     around a side, e.g. GEMM's ``beta != 0`` loads of C, that side's bytes are not counted, while the plan's
     path takes the longer side; GEMM 8x8x8: 768 against 1024 bytes a thread)."""
-    grid = gpu_grid(plan)
+    facts = facts_of(plan, facts)
+    grid = facts.grid
     if grid is None:
         return Unavailable("no model time: the plan has no workload, so no grid")
     if not isinstance(schedule, ScheduleFigures):
         return Unavailable(f"no model time: {schedule}")
-    moved = traffic(parse_hex(build.archs[arch].hex_text), loop_trips(plan.program)).total
+    listing = listing if listing is not None else parse_hex(build.archs[arch].hex_text)
+    moved = traffic(listing, facts.trips).total
     return _model(arch, schedule.issue_cycles, schedule.instructions_issued, build.archs[arch].report.registers,
                   grid, moved, "sass")
 
 
-def model_times(plan: Plan, build: Build, sass: dict) -> dict:
-    """arch -> {"plan": ..., "sass": ...} model times of every arch built (``sass``: its SassFigures)."""
-    return {a: {"plan": plan_model_time(plan, a), "sass": sass_model_time(plan, build, a, s.schedule)}
+def model_times(plan: Plan, build: Build, sass: dict, facts: PlanFacts | None = None,
+                listings: dict | None = None) -> dict:
+    """arch -> {"plan": ..., "sass": ...} model times of every arch built (``sass``: its SassFigures;
+    ``listings``: arch -> the caller's parsed encodings)."""
+    facts = facts_of(plan, facts)
+    return {a: {"plan": plan_model_time(plan, a, facts=facts),
+                "sass": sass_model_time(plan, build, a, s.schedule, facts, (listings or {}).get(a))}
             for a, s in sass.items()}
 
 
@@ -293,19 +306,23 @@ def realisation_sentences(plan: Plan, build: Build, own, arch: str) -> list[str]
 
 
 def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailable,
-                gpu: GpuRun | Unavailable, plan_ptx=None) -> Measurement:
+                gpu: GpuRun | Unavailable, plan_ptx=None, facts: PlanFacts | None = None) -> Measurement:
     """Everything known about ``plan``'s kernel: planned beside ptxas, SASS, simulator and GPU per arch, and
     ``plan_ptx`` (ptxas on the plan's own PTX, or why there is none) beside them.
 
     The planned occupancy is on the build's first arch; ``to_dict`` of the
-    result is the report ``regtune build`` writes.
+    result is the report ``regtune build`` writes. ``facts``: the caller's
+    :class:`kernels.facts.PlanFacts` of ``plan``; each encoding listing is
+    parsed once.
     """
+    facts = facts_of(plan, facts)
     threads = threads_per_block(plan)
-    sass = {a: sass_figures(plan, build, a) for a in build.archs}
+    listings = {a: _parsed_hex(b.hex_text) for a, b in build.archs.items()}
+    sass = {a: sass_figures(plan, build, a, facts, listings[a]) for a in build.archs}
     sass = {a: replace(s, explanation=s.explanation + tuple(realisation_sentences(plan, build, plan_ptx, a)))
             for a, s in sass.items()}
     return Measurement(PlanSummary(plan.allocator, plan.budget, plan.program.name, plan.workload),
-                       planned(plan, next(iter(build.archs))),
+                       planned(plan, next(iter(build.archs)), facts),
                        {a: ptxas_figures(b.report, "plan", threads) for a, b in build.archs.items()},
                        {a: ptxas_figures(b.compiler, "compiler", threads) for a, b in build.archs.items()},
                        sass, kernel_figures(build),
@@ -313,7 +330,16 @@ def measurement(plan: Plan, build: Build, simulator: SimulatorCheck | Unavailabl
                        build.cached, Listings(build.source.text, build.ptx,
                                               {a: b.sass_text for a, b in build.archs.items()},
                                               {a: b.hex_text for a, b in build.archs.items()}),
-                       build.cache_warning, model_times(plan, build, sass), plan_ptx)
+                       build.cache_warning, model_times(plan, build, sass, facts, listings), plan_ptx)
+
+
+def _parsed_hex(text: str):
+    """:func:`kernels.control.parse_hex` of ``text``, or None where it cannot be parsed (each figure that needs
+    it parses again and says why)."""
+    try:
+        return parse_hex(text)
+    except ControlError:
+        return None
 
 
 #: what a measured row shows for a plan that has no measurement yet

@@ -21,7 +21,7 @@ import threading
 import time
 
 from engine.base.jobs import Cancelled, Progress
-from engine.ir.cfg import loop_trips
+from engine.ir.cfg import adjust_trips
 from engine.model.arch import (
     DEFAULT_ARCH,
     DEFAULT_BUILD_ARCHS,
@@ -29,7 +29,8 @@ from engine.model.arch import (
     plan_register_cap,
 )
 from engine.plan import Plan
-from kernels.codegen import KernelSource, kernel_source, without_spill_code
+from kernels.codegen import KernelSource, kernel_source
+from kernels.facts import PlanFacts, facts_of
 from kernels.harness import harness_for
 
 SIMULATOR_TIMEOUT_S = 600
@@ -138,17 +139,29 @@ def stop_workers() -> int:
     return len(running)
 
 
-def simulator_source(plan: Plan, spills: str = "plan") -> tuple[KernelSource, dict]:
-    """The kernel as the simulator runs it: loops shortened to ``SIMULATOR_TRIPS`` trips where the workload's
-    harness asks for it (MHA), nothing else changed."""
-    trips = None
+def simulator_trips(plan: Plan, facts: PlanFacts | None = None) -> dict:
+    """The loops' trip counts a simulator run keeps: ``SIMULATOR_TRIPS`` where the workload's harness asks for
+    shortened loops (MHA), else none (empty: the kernel runs as built)."""
     harness = harness_for(plan)
-    if harness is not None and harness.simulator_scope is not None:
-        trips = {label: min(n, SIMULATOR_TRIPS) for label, n in loop_trips(plan.program).items()}
-    return kernel_source(plan, spills, trips), trips or {}
+    if harness is None or harness.simulator_scope is None:
+        return {}
+    return {label: min(n, SIMULATOR_TRIPS) for label, n in facts_of(plan, facts).trips.items()}
 
 
-def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0):
+def simulator_source(plan: Plan, spills: str = "plan", facts: PlanFacts | None = None,
+                     built: KernelSource | None = None) -> tuple[KernelSource, dict]:
+    """The kernel as the simulator runs it: loops shortened to ``SIMULATOR_TRIPS`` trips where the workload's
+    harness asks for it (MHA), nothing else changed; ``built``: the caller's kernel source of ``plan`` with
+    ``spills``, used as it is where no loop is shortened."""
+    facts = facts_of(plan, facts)
+    trips = simulator_trips(plan, facts)
+    if not trips and built is not None and (built.spills, built.load_order) == (spills, "barrier"):
+        return built, {}
+    return kernel_source(plan, spills, trips or None, facts=facts), trips
+
+
+def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOUT_S, seed: int = 0,
+             facts: PlanFacts | None = None, built: KernelSource | None = None):
     """Run the plan's kernel in numba's CUDA simulator: a :class:`~kernels.measurement.SimulatorCheck`, or an
     ``Unavailable`` saying why the worker gave none.
 
@@ -157,15 +170,27 @@ def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOU
     spill code, against the kernel of the same program without it
     (:func:`kernels.codegen.without_spill_code`, compiler spills), every
     array compared bit for bit: that the plan's spill code keeps the
-    program's meaning.
+    program's meaning. ``facts``: the caller's :class:`kernels.facts.PlanFacts` of ``plan``; ``built``: its
+    kernel source as built (see :func:`simulator_source`).
+
+    Where the workload's harness chooses a grid for coverage (GEMM, MHA:
+    its ``coverage``), only the blocks and threads it names run, and the
+    check's ``scope`` says which, why, and what the engine's interpreter
+    found those same threads do at every conditional branch of the
+    simulated program (:func:`branch_coverage`).
     """
     from kernels.measurement import SimulatorCheck, Unavailable
 
-    source, trips = simulator_source(plan, spills)
+    facts = facts_of(plan, facts)
+    source, trips = simulator_source(plan, spills, facts, built)
     request = {"source": source.text, "kernel": source.name, "mode": "simulator", "seed": seed}
-    plain = without_spill_code(plan)
-    if spills == "plan" and plain.program != plan.program:
-        reference = kernel_source(plain, "compiler", trips or None)
+    harness = harness_for(plan)
+    runs = harness.coverage(plan, trips or facts.trips) if harness is not None and harness.coverage else None
+    if runs:
+        request["runs"] = runs
+    plain = facts.plain
+    if spills == "plan" and plain is not plan and plain.program != plan.program:
+        reference = kernel_source(plain, "compiler", trips or None, facts=PlanFacts(plain, trips=facts.trips))
         request.update(reference_source=reference.text, reference_kernel=reference.name)
     result = run_worker(request, simulator=True, timeout=timeout)
     if "error" in result:
@@ -174,22 +199,80 @@ def simulate(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR_TIMEOU
         result["spill_code"] = ("no spill code in the plan" if spills == "plan" else
                                 "the kernel has compiler spills itself (spills 'compiler')") + \
             ": nothing to compare with compiler spills"
+    scope = []
     if trips:
-        full = loop_trips(plan.program)
         result["trips"] = trips
-        result["scope"] = harness_for(plan).simulator_scope(SIMULATOR_TRIPS, max(full.values()))
+        scope.append(harness.simulator_scope(SIMULATOR_TRIPS, max(facts.trips.values())))
+    if runs:
+        program = adjust_trips(plan.program, trips) if trips else plan.program
+        ran = result.pop("ran", None)
+        scope += [f"run {k + 1}: {r['what']}" for k, r in enumerate(runs)]
+        scope.append(branch_coverage(program, runs))
+        if ran:
+            scope.append(f"{ran['threads']} threads in {ran['blocks']} blocks ran")
+    if scope:
+        result["scope"] = "; ".join(scope)
     return SimulatorCheck.from_dict(result)
 
 
+def _bits(value) -> int:
+    """A run's scalar parameter as the interpreter reads it: an int as it is, a float as its float32 bits."""
+    import struct
+
+    return int(value) if isinstance(value, int) else struct.unpack("<I", struct.pack("<f", float(value)))[0]
+
+
+def branch_coverage(program, runs: list) -> str:
+    """What the threads of ``runs`` (a harness's coverage runs) do at the conditional branches of ``program``,
+    by the engine's interpreter (:func:`engine.check.interp.run`) on each thread's block and thread indices and
+    its run's parameters: every branch taken both ways, or the first taken one way only or never reached.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block e\\n  %t:i32 = sreg.tid.x\\n  %n:i32 = param n\\n  %c:pred = setp.lt %t, %n\\n"
+    ...           "  cbr %c, body, done\\n.block body\\n  exit\\n.block done\\n  exit\\n")
+    >>> branch_coverage(p, [{"params": {"n": 1}, "blocks": [[[0, 0, 0], [0, 1]]]}])
+    'the engine interpreter on those 2 threads: all 1 conditional branches taken both ways'
+    >>> branch_coverage(p, [{"params": {"n": 1}, "blocks": [[[0, 0, 0], [0]]]}])
+    'the engine interpreter on those 1 threads: the branch at instruction 3 (cbr %c, body, done) went only one way'
+    """
+    from engine.check.inputs import InputModel
+    from engine.check.interp import decode, run
+
+    cases = {}
+    for k, r in enumerate(runs):
+        params = {name: _bits(v) for name, v in r.get("params", {}).items()}
+        for block, threads in r["blocks"]:
+            for t in threads:
+                cases[f"run {k} block {tuple(block)} thread {t}"] = {
+                    "%tid.x": t, "%ctaid.x": block[0], "%ctaid.y": block[1], "%ctaid.z": block[2], **params}
+    model, decoded = InputModel.of({}, cases), decode(program)
+    ways, reached = set(), set()
+    for seed in model.case_seeds:
+        trace = run(program, seed, model=model, decoded=decoded)
+        ways |= trace.taken
+        reached |= {i for i, n in enumerate(trace.executed) if n}
+    branches = [i for i, ins in enumerate(program.instructions) if ins.opcode == "cbr" and len(set(ins.targets)) == 2]
+    head = f"the engine interpreter on those {len(cases)} threads: "
+    for i in branches:
+        if (i, True) not in ways or (i, False) not in ways:
+            how = "went only one way" if i in reached else "was never reached"
+            return head + f"the branch at instruction {i} ({program.instructions[i]}) {how}"
+    return head + f"all {len(branches)} conditional branches taken both ways"
+
+
 def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S, device: str | None = None,
-               repeats: int = 20, batch: int | None = None):
+               repeats: int = 20, batch: int | None = None, built: KernelSource | None = None):
     """Launch, check and time the plan's kernel on the GPU: a :class:`~kernels.measurement.GpuRun`, or an
-    ``Unavailable`` saying why there is none (``"no CUDA device"`` when ``device`` is None)."""
+    ``Unavailable`` saying why there is none (``"no CUDA device"`` when ``device`` is None); ``built``: the
+    caller's kernel source of ``plan`` with ``spills``."""
     from kernels.measurement import Unavailable, gpu_from_dict
 
     if device is None:
         return Unavailable("no CUDA device")
-    source = kernel_source(plan, spills)
+    source = built if built is not None and (built.spills, built.load_order) == (spills, "barrier") \
+        else kernel_source(plan, spills)
     # the plan cap of a build (with the oldest arch's floor, the device's is not known here); never the budget
     request = {"source": source.text, "kernel": source.name, "mode": "gpu", "repeats": repeats,
                "max_registers": plan_register_cap(load_arch(DEFAULT_ARCH), source.registers)}

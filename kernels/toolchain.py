@@ -231,9 +231,23 @@ def nvdisasm(cubin: bytes, flags: tuple = LIFE_RANGES) -> str:
         os.unlink(path)
 
 
+#: the device files an NVIDIA driver makes (Linux: /dev/nvidia0...; WSL: /dev/dxg); none of them: no CUDA device
+DEVICE_FILES = ("/dev/nvidia[0-9]*", "/dev/dxg")
+
+
+def no_device_files() -> bool:
+    """True when no NVIDIA device file exists, so no CUDA device can be reached (known in microseconds,
+    without starting a Python that imports numba)."""
+    import glob
+
+    return os.name == "posix" and not any(glob.glob(pattern) for pattern in DEVICE_FILES)
+
+
 def cuda_device() -> str | None:
     """The first CUDA device's name, or None when there is none (asked in a subprocess, so no
-    driver state leaks into the caller)."""
+    driver state leaks into the caller; not asked at all where :func:`no_device_files`)."""
+    if no_device_files():
+        return None
     code = ("from numba import cuda\n"
             "print(cuda.get_current_device().name.decode() if cuda.is_available() else '')")
     import sys

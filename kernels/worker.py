@@ -15,6 +15,7 @@ Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import linecache
 import os
@@ -46,18 +47,87 @@ def _module(text: str) -> types.ModuleType:
 
 def _launch(m, kernel, run: dict, cuda):
     """Every array after one launch of ``kernel`` (the run's inputs are copied first and stay as they were),
-    and the device arrays."""
+    and the device arrays. A run with ``points`` in the simulator runs only those blocks and threads of its
+    grid (:func:`only_points`)."""
     import numpy as np
 
     inputs = run["inputs"]
     arrays = {name: cuda.to_device(np.array(inputs[name], copy=True)) for name in m.ARRAYS}
     blocks, threads = run["grid"]
-    kernel[blocks, threads](*m.launch_args(inputs, arrays))
-    cuda.synchronize()
+    chosen = only_points(run["points"]) if run.get("points") is not None else contextlib.nullcontext()
+    with chosen as ran:
+        kernel[blocks, threads](*m.launch_args(inputs, arrays))
+        cuda.synchronize()
+    if ran is not None:
+        run.setdefault("ran", []).extend(ran)
     return {name: arrays[name].copy_to_host() for name in m.ARRAYS}, arrays
 
 
+class _ChosenNumpy:
+    """numpy for numba's simulator module, but ``ndindex`` yields the chosen blocks of the grid and, inside a
+    block (``block`` set), that block's chosen threads."""
+
+    def __init__(self, real, points: dict):
+        self.real, self.points, self.block = real, points, None
+        self.ran: list = []          # (block, threads) of each block run, in order
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def ndindex(self, *shape):
+        return iter(list(self.points) if self.block is None else self.points[self.block])
+
+
+#: the numba-cuda releases whose simulator :func:`only_points` was written against (its kernel module's
+#: ``np`` and ``BlockManager``: numba_cuda/numba/cuda/simulator/kernel.py)
+SIMULATOR_RELEASES = ("0.30.",)
+
+
+@contextlib.contextmanager
+def only_points(points):
+    """While inside, numba's simulator runs only ``points`` ([[block (x, y, z), [thread index, ...]], ...]) of a
+    launch's grid: the kernel still sees the launch's gridDim and blockDim, each chosen block runs its chosen
+    threads (their barriers meet among them). Refused, naming the release, on a numba-cuda it was not
+    written for."""
+    from importlib.metadata import version
+
+    from numba.cuda.simulator import kernel as sim
+
+    release = version("numba-cuda")
+    if not release.startswith(SIMULATOR_RELEASES) or not hasattr(sim, "BlockManager"):
+        raise RuntimeError(f"running chosen blocks and threads needs numba-cuda {', '.join(SIMULATOR_RELEASES)}x's "
+                           f"simulator, not {release}")
+
+    def dim3(index) -> tuple:
+        index = [int(i) for i in (index if isinstance(index, (list, tuple)) else [index])]
+        return tuple(index + [0] * (3 - len(index)))
+
+    chosen = _ChosenNumpy(sim.np, {dim3(b): [dim3(t) for t in threads] for b, threads in points})
+    base = sim.BlockManager
+
+    class Manager(base):
+        def run(self, grid_point, *args):
+            block = chosen.block = tuple(int(i) for i in grid_point)
+            outside = [t for t in chosen.points[block] if any(i >= d for i, d in zip(t, self._block_dim))]
+            if any(i >= d for i, d in zip(block, self._grid_dim)) or outside:
+                raise ValueError(f"block {block} / threads {outside[:3]} are outside the launch's grid "
+                                 f"{tuple(self._grid_dim)} x {tuple(self._block_dim)}")
+            chosen.ran.append((block, len(chosen.points[block])))
+            try:
+                return super().run(grid_point, *args)
+            finally:
+                chosen.block = None
+
+    sim.np, sim.BlockManager = chosen, Manager
+    try:
+        yield chosen.ran
+    finally:
+        sim.np, sim.BlockManager = chosen.real, base
+
+
 def _check(m, run: dict, output) -> tuple[float, bool]:
+    if "select" in run:
+        return m.check(run["inputs"], output, **run["select"])
     if "blocks" in run:
         return m.check(run["inputs"], output, blocks=run["blocks"])
     return m.check(run["inputs"], output)
@@ -155,6 +225,9 @@ def simulate(request: dict) -> dict:
         if plain_kernel is not None:
             found.append(compare_outputs(run["inputs"], output, _launch(plain, plain_kernel, run, cuda)[0]))
     result = {"runs": len(runs), "seconds": time.perf_counter() - t, "tolerance": m.TOLERANCE}
+    if any("ran" in run for run in runs):          # the blocks and threads the simulator ran (the plan's kernel's)
+        ran = [r for run in runs for r in run.get("ran", [])[: len(run.get("points") or [])]]
+        result["ran"] = {"blocks": len(ran), "threads": sum(n for _, n in ran)}
     if numpy_check:
         runs_text = f"{len(runs)} run{'s' * (len(runs) != 1)}"
         result.update(max_error=max(errors), reference=f"numpy float64 reference on {runs_text}: max abs error "

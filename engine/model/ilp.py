@@ -143,8 +143,9 @@ class Path:
         return len(self.indices)
 
 
-def executed_path(program: Program) -> Path:
+def executed_path(program: Program, trips: dict | None = None) -> Path:
     """The path one thread runs (see the module docstring); a one-line RegtuneError past :data:`MAX_PATH`.
+    ``trips``: the caller's :func:`engine.ir.cfg.loop_trips` of ``program``.
 
     Examples
     --------
@@ -159,7 +160,7 @@ def executed_path(program: Program) -> Path:
     except StructureError as exc:
         return _capped(np.arange(len(program.instructions)), f"layout order, each block once (not structured: {exc})",
                        program)
-    trips, unread = loop_trips(program), []
+    trips, unread = (loop_trips(program) if trips is None else trips), []
     chunks, _ = _walk(tree, program, trips, unread)
     note = "executed path: loops by their trip counts, the longer side of each if"
     if unread:
@@ -466,20 +467,22 @@ def _ilp(instructions: int, critical_path: int) -> float:
     return instructions / critical_path if critical_path else 0.0
 
 
-def program_ilp(program: Program, arch: str = DEFAULT_ARCH) -> IlpFigures:
-    """The reference figures of ``program`` alone (unlimited registers: true dependences only)."""
-    graph = dependence_graph(program, arch)
+def program_ilp(program: Program, arch: str = DEFAULT_ARCH, path: Path | None = None) -> IlpFigures:
+    """The reference figures of ``program`` alone (unlimited registers: true dependences only); ``path``: the
+    caller's executed path of ``program``."""
+    graph = dependence_graph(program, arch, path=path)
     s = schedule(graph)
     n = len(graph.path)
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles, n,
                       s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
 
 
-def plan_ilp(plan, arch: str | None = None, original: Program | None = None) -> IlpFigures:
+def plan_ilp(plan, arch: str | None = None, original: Program | None = None, path: Path | None = None,
+             original_path: Path | None = None) -> IlpFigures:
     """A plan's ILP figures (a model) on ``arch`` (default: the plan's own arch, else the default arch).
 
-    ``original``: the plan's program without its spill code, when the caller has it (an allocation's
-    ``original``); otherwise the spill code is removed here.
+    ``original`` (the program without spill code), ``path`` and ``original_path`` (the executed paths of the
+    plan's program and of ``original``): the caller's, when it has them.
 
     Examples
     --------
@@ -496,8 +499,8 @@ def plan_ilp(plan, arch: str | None = None, original: Program | None = None) -> 
     arch = arch or (plan.options or {}).get("arch", DEFAULT_ARCH)
     if original is None:
         original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
-    reference = program_ilp(original, arch)
-    graph = dependence_graph(plan.program, arch, plan.assignment)
+    reference = program_ilp(original, arch, original_path)
+    graph = dependence_graph(plan.program, arch, plan.assignment, path)
     s = schedule(graph)
     n = len(graph.path)
     false_on_path = sum(1 for k in s.chain_kinds if k in (WAR, WAW))

@@ -132,8 +132,9 @@ def _moved(program: Program, ins) -> int:
     return 4 * WIDTHS[program.values[name].type]
 
 
-def thread_traffic(program: Program) -> Traffic:
-    """The bytes one thread of ``program`` moves along its executed path (:func:`engine.model.ilp.executed_path`).
+def thread_traffic(program: Program, path=None) -> Traffic:
+    """The bytes one thread of ``program`` moves along its executed path (:func:`engine.model.ilp.executed_path`;
+    ``path``: the caller's).
 
     Examples
     --------
@@ -145,7 +146,7 @@ def thread_traffic(program: Program) -> Traffic:
     """
     per = [0, 0]
     counts = {}
-    for i in executed_path(program).indices.tolist():
+    for i in (path if path is not None else executed_path(program)).indices.tolist():
         counts[i] = counts.get(i, 0) + 1
     instructions = program.instructions
     for i, n in counts.items():

@@ -99,8 +99,14 @@ def _limits(args):
     return Limits(args.timeout, args.memory)
 
 
-def _no_simulate(args) -> str:
-    return "not run (--no-simulate)" if args.no_simulate else ""
+def _no_simulate(args, metrics=None) -> str:
+    """Why the simulator is not started: --no-simulate, or --metrics without its row; "" when it runs."""
+    return "not run (--no-simulate)" if args.no_simulate else _not_asked(metrics, "simulator")
+
+
+def _not_asked(metrics, metric: str) -> str:
+    """Why a check whose rows are ``metric`` is not started: ``metrics`` (None: all) has none of them."""
+    return "" if metrics is None or metric in metrics else f"not run (--metrics has no {metric})"
 
 
 #: the steps of one plan's measurement (kernels.pipeline.measure reports 3)
@@ -123,30 +129,33 @@ def output_stem(plan, path: str) -> str:
     return plan.allocator if stem == plan.allocator else f"{plan.allocator}-{stem}"
 
 
-def _measured(progress, label: str, plan, archs, args, base: int = 0, **kw):
-    """``plan`` measured, its steps counted on ``progress``'s stage from ``base``."""
+def _measured(progress, label: str, plan, archs, args, base: int = 0, metrics=None, **kw):
+    """``plan`` measured, its steps counted on ``progress``'s stage from ``base``; the simulator and the GPU
+    run only when a row of ``metrics`` (None: all) shows them."""
     from gui.cli.progress import Steps
     from kernels.pipeline import measure
 
     steps = Steps(progress, base, label, MEASURE_STEPS)
-    m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args), sim_timeout=args.sim_timeout,
-                progress=steps, **kw)
+    m = measure(plan, archs, limits=_limits(args), skip_simulator=_no_simulate(args, metrics),
+                sim_timeout=args.sim_timeout, progress=steps, skip_gpu=_not_asked(metrics, "gpu"), **kw)
     _warn(m)
     return m
 
 
 def cmd_build(args) -> int:
     from engine.base.files import write_files_atomic
-    from engine.model.ilp import plan_ilp
     from gui.cli.compare_output import comparison, render
     from gui.cli.progress import CommandProgress
+    from kernels.facts import PlanFacts
 
     archs = _archs(args.arch)
     out = _out_dir(args.out_dir)
     plan = admit_plan(args.plan, args.time_limit).plan     # build accepts exactly what check accepts
     stem = output_stem(plan, args.plan)
+    facts = PlanFacts(plan)
     with CommandProgress("build") as progress:
-        m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills)
+        m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills,
+                      facts=facts)
     report = m.to_dict()
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
     write_files_atomic(out, dict(zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
@@ -155,7 +164,7 @@ def cmd_build(args) -> int:
         print(json.dumps(report, indent=1))
         return _failed_checks([(stem, m)], args)
     header = f"{plan.allocator}{setting(plan.workload, plan.options)}, budget {plan.budget}"
-    print(render(comparison([(plan.allocator, m)], archs, [plan_ilp(plan)]), "table", header), end="")
+    print(render(comparison([(plan.allocator, m)], archs, [facts.ilp()]), "table", header), end="")
     print(MODEL_NOTE)
     for arch in archs:
         for sentence in m.sass[arch].explanation:
@@ -167,7 +176,8 @@ def cmd_build(args) -> int:
 def failed_checks(columns: list, simulated: bool) -> list[str]:
     """The checks of measured plans that failed or raised, one line each: a simulator check that disagreed,
     or that was asked for (``simulated``) and gave no result, and a GPU run that disagreed or failed on a
-    device. A check not run on purpose (``--no-simulate``, no CUDA device) is not a failure."""
+    device. A check not run on purpose (``--no-simulate``, ``--metrics`` without its rows, no CUDA device) is
+    not a failure."""
     from kernels.measurement import Unavailable
 
     out = []
@@ -179,16 +189,16 @@ def failed_checks(columns: list, simulated: bool) -> list[str]:
         elif not sim.ok:
             out.append(f"{name}: the simulator check failed: {sim}")
         if isinstance(gpu, Unavailable):
-            if gpu.reason != "no CUDA device":
+            if gpu.reason != "no CUDA device" and not gpu.reason.startswith("not run ("):
                 out.append(f"{name}: the GPU run failed: {gpu.reason}")
         elif not gpu.ok:
             out.append(f"{name}: the GPU run disagrees with numpy: {gpu}")
     return out
 
 
-def _failed_checks(columns: list, args) -> int:
+def _failed_checks(columns: list, args, metrics=None) -> int:
     """1 (the failures on stderr, after the report) when a check of ``columns`` failed, else 0."""
-    failures = failed_checks(columns, not args.no_simulate)
+    failures = failed_checks(columns, not _no_simulate(args, metrics))
     for line in failures:
         print(f"regtune: {line}", file=sys.stderr)
     return 1 if failures else 0
@@ -208,10 +218,10 @@ def _allocators(text: str) -> list[str]:
 
 def cmd_compare(args) -> int:
     from engine.alloc import allocate
-    from engine.model.ilp import plan_ilp
     from engine.predict import planned_and_run
     from gui.cli.compare_output import comparison, parse_metrics, render
     from gui.cli.progress import CommandProgress
+    from kernels.facts import PlanFacts
 
     archs = _archs(args.arch)
     metrics = parse_metrics(args.metrics)
@@ -221,26 +231,29 @@ def cmd_compare(args) -> int:
     program, workload, options = workload_program(args)
     extra = [_same_workload(p, admit_plan(p, args.time_limit).plan, workload, options) for p in args.plan or []]
     budget = budget_of(args)
-    plans = [(n, planned_and_run(allocate(n, program, budget), workload=workload, options=options))
-             for n in _allocators(args.allocators)] + extra
+    made = [(n, allocate(n, program, budget)) for n in _allocators(args.allocators)]
+    plans = [(n, planned_and_run(a, workload=workload, options=options)) for n, a in made] + extra
+    facts = [PlanFacts.of_allocation(a, plan) for (_, a), (_, plan) in zip(made, plans)] + \
+        [PlanFacts(plan) for _, plan in extra]       # what the allocators derived is measured, not derived again
     header = f"{setting(workload, options)[2:-1] or program.name}, budget {budget}; {', '.join(archs)}"
     columns = []
     try:
         with CommandProgress("compare") as progress:
             stage = progress.stage("plans", len(MEASURE_STEPS) * len(plans))
             for k, (name, plan) in enumerate(plans):
-                columns.append((name, _measured(stage, name, plan, archs, args, len(MEASURE_STEPS) * k)))
+                columns.append((name, _measured(stage, name, plan, archs, args, len(MEASURE_STEPS) * k, metrics,
+                                                facts=facts[k])))
     except KeyboardInterrupt:
         if columns:                             # Ctrl+C keeps what is done: the plans measured so far
             kept = f"{header} (interrupted: {len(columns)} of {len(plans)} plans measured)"
-            models = [plan_ilp(plan) for _, plan in plans[: len(columns)]]
+            models = [f.ilp() for f in facts[: len(columns)]]
             print(render(comparison(columns, archs, models).only(metrics), fmt, kept), end="", flush=True)
         raise
-    models = [plan_ilp(plan) for _, plan in plans]
+    models = [f.ilp() for f in facts]
     print(render(comparison(columns, archs, models).only(metrics), fmt, header), end="")
     if fmt == "table":
         print(MODEL_NOTE)
-    failed = _failed_checks(columns, args)
+    failed = _failed_checks(columns, args, metrics)
     spilled = unasked_spills(columns, archs)
     if args.fail_on_spill and spilled:
         print(f"regtune: ptxas spills the plans did not ask for: {'; '.join(spilled)}", file=sys.stderr)

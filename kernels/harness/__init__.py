@@ -55,6 +55,9 @@ class Harness:
     constant_names : the names ``constants`` returns
     simulator_scope : ``(kept, full) -> str`` when simulator runs cut the loops to a few trips; else None
     main : the template that ends its kernel modules (kernels/templates: ``main``, or ``main_program``)
+    coverage : ``(plan, trips) -> [run]`` when the simulator check runs a grid chosen for coverage: per run its
+        scalar parameters (``params``), the blocks and threads that run (``blocks``: [[block (x, y, z), thread
+        indices]]), what its embedded ``simulator_runs`` needs besides, and ``what`` it covers in words; else None
     """
 
     name: str
@@ -63,6 +66,7 @@ class Harness:
     constant_names: tuple = ()
     simulator_scope: Callable | None = None
     main: str = "main"
+    coverage: Callable | None = None
 
     @property
     def names(self) -> frozenset:
@@ -92,7 +96,8 @@ def from_module(name: str, module: types.ModuleType) -> Harness:
     if text.count(MARKER) != 1:
         raise RegtuneError(f"{module.__file__}: a harness file needs the line {MARKER!r} exactly once")
     return Harness(name, text.split(MARKER)[1].lstrip("\n"), module.constants, tuple(module.CONSTANTS),
-                   getattr(module, "simulator_scope", None), getattr(module, "MAIN_TEMPLATE", "main"))
+                   getattr(module, "simulator_scope", None), getattr(module, "MAIN_TEMPLATE", "main"),
+                   getattr(module, "coverage", None))
 
 
 #: workload name -> its kernel harness
@@ -117,10 +122,10 @@ def unregister(name: str) -> None:
     del HARNESSES[name]
 
 
-def gpu_grid(plan) -> tuple[int, int] | None:
+def gpu_grid(plan, trips: dict | None = None) -> tuple[int, int] | None:
     """Blocks (all grid dimensions multiplied) and threads per block of the run a GPU times: the embedded
     ``gpu_run`` of the plan's harness, called with the plan's constants and without making its inputs;
-    None for a plan without a harness.
+    None for a plan without a harness. ``trips``: the caller's loop trips of the plan's program.
 
     Examples
     --------
@@ -143,7 +148,7 @@ def gpu_grid(plan) -> tuple[int, int] | None:
     options = plan.options or {}
     space = {"np": np, "math": math, "WORKLOAD": dict(plan.workload), "PARAMS": (),
              "THREADS_PER_BLOCK": int(options.get("threads_per_block", 128)),
-             **harness.constants(plan, loop_trips(plan.program))}
+             **harness.constants(plan, loop_trips(plan.program) if trips is None else trips)}
     exec(compile(harness.text, f"<harness {harness.name}>", "exec"), space)  # noqa: S102 - our own harness file, no plan text
     space["make_inputs"] = lambda *args, **kwargs: None                        # the grid needs no inputs
     blocks, threads = space["gpu_run"]({})["grid"]

@@ -49,6 +49,52 @@ def constants(plan, trips: dict) -> dict:
             "MATRICES_PER_BLOCK": int(options.get("matrices_per_block", 1)), "TOLERANCE": 1e-5}
 
 
+def coverage(plan, trips: dict) -> list[dict]:
+    """The simulator check's runs, chosen for coverage rather than the GPU's grid (see the kernel's guards:
+    ``mat < batch`` and ``beta == 0``): which blocks and threads run, on which batch and beta, and why.
+
+    Run 1, beta 0.5, a batch of one matrix more than a block holds (P+1), so
+    the last block is partial: block 0 runs the threads of its first and
+    last matrix, block 1 those of matrix P (the batch's last: its highest
+    addresses) and of the matrices after it, past the batch (the guard's
+    other way). Run 2, beta 0 (C is not read), one full block: its first and
+    last matrix. Every thread computes its own tile, so the threads not run
+    would compute the same code on other addresses.
+    """
+    options = plan.options or {}
+    per_block = int(options.get("matrices_per_block", 1))
+    threads = int(options.get("threads_per_block", 128))
+    tiles = max(1, threads // per_block)
+
+    def of(*matrices):
+        return sorted({t for j in matrices if 0 <= j < per_block for t in range(j * tiles, (j + 1) * tiles)})
+
+    batch = per_block + 1
+    edge = of(0, 1, per_block - 1) if per_block > 1 else of(0)
+    return [{"params": {"batch": batch, "beta": 0.5}, "grid": [2, threads],
+             "blocks": [[[0, 0, 0], of(0, per_block - 1)], [[1, 0, 0], edge]],
+             "matrices": sorted({0, per_block - 1, per_block}),
+             "what": f"batch {batch} ({per_block} matrices a block, so block 1 holds 1"
+                     f"{' and is partial' if per_block > 1 else ': no block can be partial'}), beta 0.5: "
+                     f"block 0 threads {_ranges(of(0, per_block - 1))} (its first and last matrix), block 1 threads "
+                     f"{_ranges(edge)} (matrix {per_block}, the batch's last, and the threads past the batch)"},
+            {"params": {"batch": per_block, "beta": 0.0}, "grid": [1, threads],
+             "blocks": [[[0, 0, 0], of(0, per_block - 1)]], "matrices": sorted({0, per_block - 1}),
+             "what": f"batch {per_block}, beta 0 (C not read): block 0 threads {_ranges(of(0, per_block - 1))}"}]
+
+
+def _ranges(values) -> str:
+    """Sorted integers as ranges: ``0-1, 126-127``."""
+    out, start = [], None
+    for k, v in enumerate(values):
+        if start is None:
+            start = v
+        if k + 1 == len(values) or values[k + 1] != v + 1:
+            out.append(f"{start}" if start == v else f"{start}-{v}")
+            start = None
+    return ", ".join(out)
+
+
 register(from_module("gemm", sys.modules[__name__]))
 
 
@@ -77,10 +123,14 @@ def reference(inputs):
     return (float(inputs["alpha"]) * (a @ b) + float(inputs["beta"]) * c).reshape(-1)
 
 
-def check(inputs, output):
-    """Largest error against numpy and whether it is within TOLERANCE (scaled by K)."""
-    expected = reference(inputs)
-    error = float(np.max(np.abs(output["C"] - expected)))
+def check(inputs, output, matrices=None):
+    """Largest error against numpy and whether it is within TOLERANCE (scaled by K), over every matrix of the
+    batch or only ``matrices`` (the ones a run's threads computed)."""
+    expected = reference(inputs).reshape(-1, M * N)
+    got = output["C"].reshape(-1, M * N)
+    if matrices is not None:
+        expected, got = expected[list(matrices)], got[list(matrices)]
+    error = float(np.max(np.abs(got - expected)))
     return error, error <= TOLERANCE * K
 
 
@@ -89,9 +139,14 @@ def launch_args(inputs, device=None):
 
 
 def simulator_runs(request):
-    """Runs a simulator check makes: a batch that leaves the last block partly idle with beta != 0, and one
-    full block with beta == 0 (C is not read)."""
+    """Runs a simulator check makes: those the request names (``runs``, chosen for coverage by the parent:
+    batch, beta, the blocks and threads that run, the matrices they compute), else a batch that leaves the
+    last block partly idle with beta != 0, and one full block with beta == 0 (C is not read)."""
     per_block, seed = MATRICES_PER_BLOCK, request.get("seed", 0)
+    if request.get("runs"):
+        return [{"inputs": make_inputs(r["params"]["batch"], seed + k, beta=r["params"]["beta"]),
+                 "grid": grid(r["params"]["batch"]), "points": r["blocks"], "select": {"matrices": r["matrices"]}}
+                for k, r in enumerate(request["runs"])]
     batch = request.get("batch") or max(2, 2 * per_block - 1)
     return [{"inputs": make_inputs(batch, seed, beta=0.5), "grid": grid(batch)},
             {"inputs": make_inputs(per_block, seed + 1, beta=0.0), "grid": grid(per_block)}]

@@ -57,7 +57,40 @@ def constants(plan, trips: dict) -> dict:
 def simulator_scope(kept: int, full: int) -> str:
     """What a simulator run covers when its K/V loops are cut to ``kept`` trips of ``full``; its presence
     asks :mod:`kernels.run` to cut them (the simulator would take hours over 2048 keys)."""
-    return f"query tile 0 of K/V head 0, batch 0; {kept} K/V tiles per loop (the kernel runs {full})"
+    return f"{kept} K/V tiles per loop (the kernel runs {full}): the back edge taken and not taken"
+
+
+#: the batch a simulator check's inputs hold (the program's addresses do not depend on the batch size)
+COVERAGE_BATCH = 2
+
+
+def coverage(plan, trips: dict) -> list[dict]:
+    """The simulator check's run, chosen for coverage rather than the GPU's grid: the first query row of the
+    first block and the last row of the last block, over a batch of :data:`COVERAGE_BATCH`.
+
+    The kernel's only branch is each K/V loop's back edge, taken on every
+    trip but the last (``trips``, at least 2, are the trips the simulated
+    kernel runs). A row is computed by its ``tpr`` lanes together (warp
+    shuffles among them) and by no other thread, so a row's lanes run
+    together; block (0, 0, 0) row 0 holds the lowest addresses, the last
+    row of the last query tile, K/V head and batch entry the highest (the
+    batch edge). The grid has no partial block: the rows fill the tiles.
+    """
+    workload, options = plan.workload, plan.options or {}
+    heads, groups = int(workload["heads"]), int(workload["groups"])
+    tpr, threads = int(options.get("tpr", 1)), int(options.get("threads_per_block", 128))
+    rows = threads // tpr
+    tiles, kv, batch = int(workload.get("seq_len", 2048)) // rows, heads // groups, COVERAGE_BATCH
+    last = [tiles - 1, kv - 1, batch - 1]
+    return [{"params": {}, "batch": batch, "grid": [[tiles, kv, batch], threads],
+             "blocks": [[[0, 0, 0], list(range(tpr))], [last, list(range(threads - tpr, threads))]],
+             "rows": [[0, 0, 0, [0]], [*last, [rows - 1]]],
+             "what": f"batch {batch} of {workload.get('batch', 1)} (the addresses do not depend on the batch size), "
+                     f"grid {tiles} x {kv} x {batch} blocks of {threads} threads: block (0, 0, 0) threads 0-{tpr - 1} "
+                     f"(query row 0 of its tile), block ({', '.join(map(str, last))}) threads "
+                     f"{threads - tpr}-{threads - 1} (the last row of the last tile, K/V head and batch entry: the "
+                     f"highest addresses), each row's {tpr} lanes together, for the {groups} heads of its K/V "
+                     f"group"}]
 
 
 register(from_module("mha", sys.modules[__name__]))
@@ -100,12 +133,14 @@ def reference_rows(inputs, b, head, rows, keys):
 
 
 def check(inputs, output, blocks=((0, 0, 0),), keys=None):
-    """Largest error over the query rows of ``blocks`` (query tile, K/V head, batch) and every head they serve."""
+    """Largest error over the query rows of ``blocks`` (query tile, K/V head, batch, and optionally the rows of
+    the tile that ran) and every head they serve."""
     keys = keys or TRIPS * BC
     o = output["O"].reshape(inputs["batch"], inputs["heads"], SEQ_LEN, HEAD_DIM)
     errors = [0.0]
-    for tile, kvh, b in blocks:
-        rows = np.arange(tile * ROWS_PER_BLOCK, (tile + 1) * ROWS_PER_BLOCK)
+    for tile, kvh, b, *ran in blocks:
+        within = ran[0] if ran else range(ROWS_PER_BLOCK)
+        rows = np.array([tile * ROWS_PER_BLOCK + r for r in within])
         for g in range(GROUPS):
             head = kvh * GROUPS + g
             got = o[b, head, rows].astype(np.float64)
@@ -119,8 +154,13 @@ def launch_args(inputs, device=None):
 
 
 def simulator_runs(request):
-    """Runs a simulator check makes: ``query_tiles`` query tiles (default 1) of every K/V head of a batch,
-    over the first GROUPS heads only in simulator mode."""
+    """Runs a simulator check makes: those the request names (``runs``, chosen for coverage by the parent:
+    the batch, the blocks and threads that run, the rows they compute), else ``query_tiles`` query tiles
+    (default 1) of every K/V head of a batch, over the first GROUPS heads only in simulator mode."""
+    if request.get("runs"):
+        return [{"inputs": make_inputs(r["batch"], request.get("seed", 0) + k), "grid": grid(r["batch"]),
+                 "points": r["blocks"], "select": {"blocks": [tuple(x) for x in r["rows"]]}}
+                for k, r in enumerate(request["runs"])]
     heads = GROUPS if request.get("mode") == "simulator" else HEADS
     batch = request.get("batch") or 1
     inputs = make_inputs(batch, request.get("seed", 0), heads=heads)

@@ -18,7 +18,12 @@ entry point hashed to its old digest (64 of 64); and again when a spilled
 f16x2 value became two float16 halves of its slot (issue 19: the old text
 stored the pair into the float32 spill array, which NVVM refused): only the
 two MHA fp16-softmax naive budget-32 texts changed, in those stores, their
-reloads and one ``spill_f16`` array line.
+reloads and one ``spill_f16`` array line; and again when the simulator
+check began to run a grid chosen for coverage (issue 21): only the embedded
+GEMM and MHA harness text changed (``check`` takes the matrices or rows
+that ran, ``simulator_runs`` the parent's runs): every GEMM and MHA text
+with the old harness text put back hashed to its old digest (48 of 48),
+the 16 program-file texts did not change.
 
 Write them again (only for a deliberate change of the generated text):
 ``python -m tests.kernels.golden_sources --write``

@@ -117,7 +117,8 @@ def test_a_gemm_plan_is_checked_against_numpy_and_against_compiler_spills():
     assert re.fullmatch(r"plan's spill code vs compiler spills \(the program without it\), 2 runs on the same "
                         r"seeded inputs: all [\d,]+ array elements equal bit for bit, [\d,]+ of them written "
                         r"by the kernels", result.spill_code), result.spill_code
-    assert str(result) == f"ok: {result.reference}; {result.spill_code}"
+    assert str(result) == f"ok: {result.reference}; {result.spill_code}; covered: {result.scope}"
+    assert "taken both ways" in result.scope
 
 
 def test_a_plan_without_spill_code_says_nothing_was_compared_with_compiler_spills(tmp_path):
@@ -136,7 +137,7 @@ def test_a_plan_without_spill_code_says_nothing_was_compared_with_compiler_spill
 
 def test_gemm_modules_keep_the_numpy_main():
     source = kernel_source(gemm_plan(2, 2, 2))
-    assert "_without_spill_code" not in source.text and "def check(inputs, output):" in source.text
+    assert "_without_spill_code" not in source.text and "def check(inputs, output, matrices=None):" in source.text
     assert template_text("main").replace("KERNEL_FUNCTION", source.name) in source.text
 
 

@@ -21,6 +21,54 @@ def test_simulator_matches_numpy_for_every_allocator(allocator):
     result = simulate(gemm_plan(5, 6, 7, allocator, budget=32, tile=(5, 3)))
     assert isinstance(result, SimulatorCheck), result
     assert result.ok and result.max_error <= result.tolerance * 7 and result.runs == 2
+    # a grid chosen for coverage: the partial last block, the batch's last matrix, both ways of both guards
+    assert "block 1 holds 1 and is partial" in result.scope and "the batch's last" in result.scope
+    assert "all 2 conditional branches taken both ways" in result.scope and " blocks ran" in result.scope
+
+
+def test_a_kernel_wrong_only_at_the_batch_edge_fails_the_check():
+    """The coverage grid runs the batch's last matrix: a guard that leaves it out is caught against numpy."""
+    from kernels.codegen import kernel_source
+    from kernels.harness import harness_for
+
+    plan = gemm_plan(3, 3, 3, "linear-scan", tile=(3, 3))
+    source = kernel_source(plan)
+    broken = source.text.replace("    inside = mat < batch\n", "    inside = mat < batch - 1\n", 1)
+    assert broken != source.text
+    runs = harness_for(plan).coverage(plan, {})
+    result = run_worker({"source": broken, "kernel": source.name, "mode": "simulator", "runs": runs}, True, 300)
+    assert result["ok"] is False and result["ran"]["blocks"] == 3
+
+
+def test_the_simulator_runs_only_the_chosen_blocks_and_threads():
+    import subprocess
+    import sys
+
+    script = """
+import numpy as np
+from numba import cuda
+from kernels.worker import only_points
+
+@cuda.jit
+def k(out):
+    out[cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x] = 1 + 100 * cuda.gridDim.x + 10 * cuda.blockDim.x
+
+out = np.zeros(4 * 8, dtype=np.float32)
+with only_points([[[1, 0, 0], [0, 7]], [[3, 0, 0], [2]]]) as ran:
+    k[4, 8](out)
+print(np.flatnonzero(out).tolist(), sorted(set(out[out != 0].tolist())), ran)
+try:
+    with only_points([[[4, 0, 0], [0]]]):
+        k[4, 8](out)
+except ValueError as e:
+    print(e)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True,
+                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    first, second = done.stdout.strip().splitlines()[-2:]
+    # blocks 1 and 3 only, their chosen threads only; each sees the launch's gridDim 4 and blockDim 8
+    assert first == "[8, 15, 26] [481.0] [((1, 0, 0), 2), ((3, 0, 0), 1)]"
+    assert second.startswith("block (4, 0, 0)") and "outside the launch's grid" in second
 
 
 def test_simulator_matches_numpy_for_hand_edited_plans():
@@ -155,3 +203,6 @@ def test_simulator_matches_numpy_for_mha_at_a_small_size():
         result = simulate(plan)
         assert isinstance(result, SimulatorCheck) and result.ok, result
         assert result.trips and "K/V tiles per loop" in result.scope
+        # the first row of the first block and the last row of the last block, each row's lanes together
+        assert "block (0, 0, 0) threads 0-" in result.scope and "the last row of the last tile" in result.scope
+        assert "all 1 conditional branches taken both ways" in result.scope and "in 2 blocks ran" in result.scope

@@ -332,3 +332,33 @@ def test_compare_refuses_a_plan_of_another_workload_before_any_work(tmp_path, ca
     assert captured.out == ""
     assert captured.err == (f"regtune: error: --plan {plan}: a plan for gemm 4x4x4, not for gemm 8x8x8: compare shows "
                             "plans of one workload side by side (give that plan a compare of its own)\n")
+
+
+def test_compare_asked_for_registers_and_spills_starts_no_simulator_even_cold(tmp_path, monkeypatch, capsys):
+    """Issue 21: metrics that need no simulation do not start one; a second compare runs no worker at all."""
+    import kernels.build
+    import kernels.run
+
+    monkeypatch.setenv("REGTUNE_CACHE_DIR", str(tmp_path / "cache"))          # cold: nothing built yet
+    started = []
+    real = kernels.run.run_worker
+
+    def counted(request, *args, **kwargs):
+        started.append(request["mode"])
+        return real(request, *args, **kwargs)
+
+    for module in (kernels.run, kernels.build):
+        monkeypatch.setattr(module, "run_worker", counted)
+    args = ["compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--allocators", "dsatur,linear-scan",
+            "--arch", "sm_80", "--format", "csv"]
+    assert main([*args, "--metrics", "registers,spills"]) == 0
+    # NVVM once (the two plans' kernel functions are one text: the same program, no spills), no simulator
+    assert started == ["ptx"]
+    assert "simulator" not in capsys.readouterr().out
+    started.clear()
+    assert main([*args, "--metrics", "registers,simulator"]) == 0
+    assert started == ["simulator", "simulator"]     # the builds come from the cache; the simulator is asked for
+    rows = {row[1]: row[2:] for row in csv.reader(capsys.readouterr().out.splitlines())}
+    assert all(v.startswith("ok") and "taken both ways" in v for v in rows["simulator check"])
+    started.clear()
+    assert main(args) == 0 and started == []         # every row, from the cache: no worker at all
