@@ -66,18 +66,35 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
     return (gemm_config(args.gemm) if args.gemm else None), None
 
 
+def screenshot_size(text: str) -> tuple[int, int]:
+    """``--size WxH``: two whole numbers of pixels, 320..8192 each.
+
+    Examples
+    --------
+    >>> screenshot_size("1280x800")
+    (1280, 800)
+    """
+    from engine.errors import RegtuneError
+
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and 320 <= int(p) <= 8192 for p in parts):
+        raise RegtuneError(f"--size {text}: give WIDTHxHEIGHT in pixels, each 320..8192 (e.g. 1500x950)")
+    return int(parts[0]), int(parts[1])
+
+
 def _screenshot(args) -> int:
     from engine.admit import admit
     from engine.plan import check_writable
     from gui.qt.qt_app import screenshot
 
+    size = screenshot_size(args.size)
     workload, options = _screenshot_workload(args)
     check_writable(args.out, "--out")
     if args.plan:
         admit(args.plan)   # a bad plan is one line here, before the window is made
     print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
                      current=args.current, select=args.select, register=args.register,
-                     instruction=args.instruction))
+                     instruction=args.instruction, size=size))
     return 0
 
 

@@ -578,6 +578,7 @@ def _screenshot_flags(p) -> None:
     p.add_argument("--instruction", type=int, metavar="N",
                    help="select the plan's instruction N (the sass view marks the SASS instructions it became)")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
+    p.add_argument("--size", default="1500x950", metavar="WxH", help="the window's size (default 1500x950)")
     p.add_argument("--out", required=True, help="PNG file to write")
     p.set_defaults(func=_window("screenshot"))
 

@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPlainTextEdit,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from engine.arch import DEFAULT_BUILD_ARCHS
-from gui.model.timeline import StallStrip, stall_strip
+from gui.model.sass_rows import sass_rows
+from gui.model.timeline import StallStrip, sass_roles, stall_strip
+from gui.qt.qt_sass import QtSassTable
 from gui.qt.qt_timeline import QtTimeline
 from kernels.control import ControlError
 from kernels.report import Column, compare_rows
@@ -128,13 +128,15 @@ class QtSassView(QWidget):
     """The compiled kernel: nvdisasm's live ranges as a timeline and pressure curve, the SASS text beside.
 
     Linked to the plan as Compiler Explorer links source and assembly, through the measurement's SASS-to-IR
-    map (kernels.sass_lines): a click on a SASS instruction emits ``irSelected`` with the plan instruction it
-    came from; :meth:`show_ir` marks the SASS instructions of a plan instruction and the timeline outlines the
+    map (kernels.sass_lines): a single click on a SASS instruction (a row of the listing, gui.qt.qt_sass, or a
+    column of the timeline) emits ``irSelected`` with the plan instruction it came from; :meth:`show_ir` marks the SASS instructions of a plan instruction and the timeline outlines the
     live ranges they write or read. A kernel shown after its plan changed (:meth:`forget_links`) links nothing.
 
     Under the pressure, the stall cycles encoded in each SASS instruction's control bits (the measurement's
     ``nvdisasm -hex`` listing, aligned with the life-range rows by offset); when the two listings do not
-    align nothing is drawn and the caption says why.
+    align nothing is drawn and the caption says why. The listing's columns are Nsight Compute's Source page's:
+    live registers, encoded stall cycles, the plan instruction; live ranges take their plan value's role
+    colour where the line map ties them to one (gui.model.timeline.sass_roles), grey elsewhere.
     """
 
     instructionSelected = Signal(int)
@@ -150,24 +152,26 @@ class QtSassView(QWidget):
         self.caption.setWordWrap(True)
         self.timeline = QtTimeline(editable=False, stalls=True)
         self.timeline.instructionSelected.connect(self.sass_clicked)
-        self.text = QPlainTextEdit()
-        self.text.setReadOnly(True)
-        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.text.setFont(QFont("DejaVu Sans Mono", 9))
+        self.listing = QtSassTable()
+        self.listing.rowClicked.connect(self.sass_clicked)
         top = QHBoxLayout()
         top.addWidget(QLabel("arch"))
         top.addWidget(self.arch)
         top.addWidget(self.caption, 1)
-        split = QSplitter()
-        split.addWidget(self.timeline)
-        split.addWidget(self.text)
-        split.setSizes([700, 400])
+        # the listing under the timeline, the tab's whole width: its five columns fit at 1280x800 uncut
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(self.timeline)
+        self.split.addWidget(self.listing)
+        self.split.setStretchFactor(0, 1)
+        self.split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.split, 1)
         self.measurement = None
         self.budget = None
+        self.program = None
+        self.rows: list = []
         self.linkable = False
         self.ir_index: int | None = None
         self.row: int | None = None
@@ -178,16 +182,19 @@ class QtSassView(QWidget):
         m = self.measurement
         return {a: m.sass_liveness(a) for a in m.archs} if m is not None and m.listings is not None else {}
 
-    def show_build(self, measurement, budget: int | None) -> None:
-        """Show a kernels.measurement.Measurement that has its listings, built from the current plan."""
-        self.measurement, self.budget, self.linkable = measurement, budget, True
+    def show_build(self, measurement, budget: int | None, program=None) -> None:
+        """Show a kernels.measurement.Measurement that has its listings, built from the current plan
+        (``program``: that plan's program, which names the plan instructions and colours the ranges)."""
+        self.measurement, self.budget, self.linkable, self.program = measurement, budget, True, program
         self.refresh()
 
     def forget_links(self) -> None:
-        """The kernel shown is not the current plan's (it changed, or another plan is current): link nothing."""
+        """The kernel shown is not the current plan's (it changed, or another plan is current): link nothing,
+        and draw its ranges grey (no plan value)."""
         if self.linkable:
             self.linkable = False
-            self.show_ir(None)
+            self.ir_index = None
+            self.refresh()
             self.caption.setText(self.caption.text() + " (not the current plan's kernel: build it to link "
                                  "its instructions)")
 
@@ -214,18 +221,19 @@ class QtSassView(QWidget):
         self.timeline.set_linked(rows)
         self._mark_text()
         if rows and (self.row is None or self.row not in rows):
-            self.text.setTextCursor(QTextCursor(self.text.document().findBlockByNumber(rows[0])))
-            self.text.centerCursor()
+            self.listing.scroll_to_row(rows[0])
 
     def refresh(self) -> None:
         a, m = self.arch.currentText(), self.measurement
         s = m.sass_liveness(a) if m is not None else None
         if s is None:
-            self.text.setPlainText("")
+            self.rows = []
+            self.listing.set_rows([])
             self.timeline.set_stalls(None)
             return
-        self.timeline.show_sass(s, self.budget)
-        self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
+        mapped = self.ir_map()
+        ir_of_row = mapped.ir if mapped is not None else None
+        self.timeline.show_sass(s, self.budget, sass_roles(s, ir_of_row, self.program))
         self.row = None
         at_plan, own = m.ptxas[a], m.ptxas_compiler[a]
         self.caption.setText(f"{a}, {m.kernel.entry} at the {at_plan.cap_text}: ptxas {at_plan.registers} "
@@ -233,6 +241,9 @@ class QtSassView(QWidget):
                              f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers). "
                              + self._link_text(m.sass[a].ir_map if a in m.sass else None) + " "
                              + self._stalls(m, a, s))
+        strip = self.timeline.stalls
+        self.rows = sass_rows(s, ir_of_row, strip, self.program)
+        self.listing.set_rows(self.rows, [strip.describe(i) for i in range(len(self.rows))] if strip else None)
         self.show_ir(self.ir_index)
 
     def _stalls(self, m, arch: str, sass) -> str:
@@ -256,37 +267,20 @@ class QtSassView(QWidget):
         if not mapped.ir:
             return mapped.note
         return (f"{mapped.mapped} of {len(mapped.ir)} SASS instructions link to a plan instruction "
-                "(line info): click one to select its plan instruction.")
+                "(line info): click one (a row of the listing or a column of the timeline) to select its plan "
+                "instruction; ranges take the colour of the plan value they hold, grey where no link says.")
 
     def highlight(self, row: int) -> None:
-        block = self.text.document().findBlockByNumber(row)
-        if not block.isValid():
+        if not 0 <= row < len(self.rows):
             return
         self.row = row
         self._mark_text()
-        self.text.setTextCursor(QTextCursor(block))
-        self.text.centerCursor()
+        self.listing.scroll_to_row(row)
         self.timeline.set_instruction(row)
 
     def _mark_text(self) -> None:
-        """The SASS text's marks: the linked instructions pale, the clicked one gold."""
-        marks = [(r, "#fff3b0") for r in self.timeline.linked]
-        if self.row is not None:
-            marks.append((self.row, "#ffd700"))
-        selections = []
-        for row, colour in marks:
-            block = self.text.document().findBlockByNumber(row)
-            if not block.isValid():
-                continue
-            cursor = QTextCursor(block)
-            cursor.select(QTextCursor.SelectionType.LineUnderCursor)
-            fmt = QTextCharFormat()
-            fmt.setBackground(QColor(colour))
-            fmt.setProperty(QTextCharFormat.Property.FullWidthSelection, True)
-            selection = QTextEdit.ExtraSelection()
-            selection.cursor, selection.format = cursor, fmt
-            selections.append(selection)
-        self.text.setExtraSelections(selections)
+        """The listing's marks: the linked instructions pale, the clicked one gold."""
+        self.listing.mark(self.timeline.linked, self.row)
 
 
 class QtBudgetSweep(QWidget):

@@ -629,7 +629,7 @@ class QtMainWindow(QMainWindow):
         m = self.doc.session.measurement(self.doc.session.current)
         if m is not None:
             self.sass_view.ir_index = self.doc.instruction
-            self.sass_view.show_build(m, self.doc.plan.budget)
+            self.sass_view.show_build(m, self.doc.plan.budget, self.doc.plan.program)
         else:
             self.sass_view.forget_links()
 
