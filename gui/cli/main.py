@@ -579,7 +579,11 @@ def _screenshot_flags(p) -> None:
                    help="select the plan's instruction N (the sass view marks the SASS instructions it became)")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
     p.add_argument("--size", default="1500x950", metavar="WxH", help="the window's size (default 1500x950)")
-    p.add_argument("--out", required=True, help="PNG file to write")
+    p.add_argument("--arch", help="the session's architecture (sm_80 or sm_90), the one the sass view shows")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", help="PNG file to write")
+    out.add_argument("--out-dir", metavar="DIR",
+                     help="write every view instead: DIR/window.png and DIR/VIEW.png for each of --view's views")
     p.set_defaults(func=_window("screenshot"))
 
 

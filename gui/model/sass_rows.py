@@ -29,7 +29,7 @@ import io
 from dataclasses import dataclass
 
 #: the listing's columns, left to right
-COLUMNS = ("offset", "SASS", "live regs", "stall", "plan instruction")
+COLUMNS = ("offset", "SASS", "live", "stall", "plan instruction")
 COLUMN_TIPS = ("the instruction's byte offset in the kernel",
                "the SASS instruction as nvdisasm prints it",
                "general registers live at this instruction (nvdisasm --print-life-ranges)",
