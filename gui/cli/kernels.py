@@ -285,7 +285,7 @@ def cmd_budget_sweep(args) -> int:
     except RegtuneError as e:
         raise RegtuneError(f"--from {args.start}: {e}") from None
     plan = admit_plan(args.plan, args.time_limit).plan
-    total = len(sweep_caps(args.start, args.stop)) + 1
+    total = len(sweep_caps(args.start, args.stop)) + 2     # NVVM, then ptxas at each cap and with no cap
     with CommandProgress("budget-sweep") as progress:
         steps = Steps(progress.stage("NVVM compile", total), 0, f"{arch.name}",
                       ("NVVM compile", *(["ptxas at each cap"] * (total - 1))))

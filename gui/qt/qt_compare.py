@@ -9,6 +9,7 @@ of each row is marked.
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
@@ -283,25 +284,77 @@ class QtSassView(QWidget):
         self.listing.mark(self.timeline.linked, self.row)
 
 
+#: the spill axis's ticks (bytes): a symmetric-log axis, log10(1 + bytes), so 8 B shows beside 7,000 B and 0 is 0
+SPILL_TICKS = (0, 10, 100, 1000, 10000, 100000)
+
+
+def symlog(values) -> np.ndarray:
+    """log10(1 + bytes): the spill plot's y (0 stays 0, 8 B is 0.95, 7,000 B is 3.85).
+
+    Examples
+    --------
+    >>> symlog([0, 9, 999]).tolist()
+    [0.0, 1.0, 3.0]
+    """
+    return np.log10(1 + np.asarray(values, dtype=float))
+
+
+def sweep_step(done: int, total: int) -> str:
+    """A running sweep's step in words: NVVM's compile (step 0), then ptxas runs (``total - 1``: each cap, then
+    no cap).
+
+    Examples
+    --------
+    >>> sweep_step(0, 32), sweep_step(5, 32)
+    ('compiling the kernel with NVVM', '4 of 31 ptxas runs done (each cap, then no cap)')
+    """
+    if done < 1:
+        return "compiling the kernel with NVVM"
+    return f"{min(done - 1, total - 1)} of {total - 1} ptxas runs done (each cap, then no cap)"
+
+
+def _bytes(v: int) -> str:
+    return f"{v // 1000}k" if v >= 1000 else str(v)
+
+
 class QtBudgetSweep(QWidget):
-    """ptxas registers, spill bytes and occupancy against -maxrregcount for the selected plan, with two marks: the
-    plan's register count (a vertical line) and ptxas's own choice with no flag (a horizontal line)."""
+    """ptxas registers, active warps and spill bytes against -maxrregcount for the selected plan, one plot each
+    (their own y axes, one shared x axis), with two marks: the plan's register count (a vertical line) and
+    ptxas's own choice with no flag (a horizontal line). Spill bytes are on a symmetric-log axis with a marker
+    and its figure at every non-zero point, so a small spill is seen beside a large one. No axis takes an SI
+    prefix ("(x0.001)"); before a run every plot spans the caps a sweep covers."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.caption = QLabel("Run the budget sweep from the Kernel menu.")
+        self.caption = QLabel("Run the budget sweep from the Kernel menu (Kernel > Budget sweep): ptxas at each "
+                              "-maxrregcount from 24 to 255, the status bar counts the caps done.")
+        self.caption.setWordWrap(True)
         self.widget = pg.GraphicsLayoutWidget()
         self.regs = self.widget.addPlot(row=0, col=0)
-        self.regs.setLabel("left", "registers / warps")
-        self.regs.addLegend()
-        self.spills = self.widget.addPlot(row=1, col=0)
-        self.spills.setLabel("left", "spill bytes")
+        self.regs.setLabel("left", "ptxas registers")
+        self.regs.addLegend(offset=(-10, 10))
+        self.warps = self.widget.addPlot(row=1, col=0)
+        self.warps.setLabel("left", "active warps / SM")
+        self.spills = self.widget.addPlot(row=2, col=0)
+        self.spills.setLabel("left", "spill bytes (log)")
         self.spills.setLabel("bottom", "-maxrregcount")
+        for plot in (self.regs, self.warps, self.spills):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).enableAutoSIPrefix(False)
+            plot.setXRange(24, 255, padding=0.02)
+        self.warps.setXLink(self.regs)
         self.spills.setXLink(self.regs)
+        self.spills.getAxis("left").setTicks([[(float(symlog([v])[0]), _bytes(v)) for v in SPILL_TICKS]])
+        self.spills.setYRange(0, 1, padding=0.05)
+        self.widget.ci.layout.setRowStretchFactor(0, 2)
         self.reg_curve = self.regs.plot([], [], pen=pg.mkPen("#4e79a7", width=2), symbol="o", name="ptxas registers")
-        self.warp_curve = self.regs.plot([], [], pen=pg.mkPen("#59a14f", width=2), symbol="t",
-                                         name="active warps / SM")
-        self.spill_curve = self.spills.plot([], [], pen=pg.mkPen("#e15759", width=2), symbol="s")
+        self.warp_curve = self.warps.plot([], [], pen=pg.mkPen("#59a14f", width=2), symbol="t")
+        self.spill_curve = self.spills.plot([], [], pen=pg.mkPen("#e15759", width=2), symbol="s", symbolSize=5)
+        #: a marker and the figure at every cap that spills, however small
+        self.spill_marks = pg.ScatterPlotItem([], [], symbol="o", size=11, brush="#e15759",
+                                              pen=pg.mkPen("#ffffff", width=1))
+        self.spills.addItem(self.spill_marks)
+        self.spill_labels: list = []
         dashed = {"width": 1, "style": Qt.PenStyle.DashLine}
         self.plan_mark = pg.InfiniteLine(angle=90, pen=pg.mkPen("#b07aa1", **dashed), movable=False,
                                          label="", labelOpts={"position": 0.9, "color": "#b07aa1"})
@@ -316,13 +369,28 @@ class QtBudgetSweep(QWidget):
         layout.addWidget(self.widget, 1)
         self.rows = []
 
+    def show_progress(self, plan_name: str, arch: str, done: int, total: int, left: str = "") -> None:
+        """What a running sweep has done: NVVM's compile, then each ptxas run (``total`` steps in all)."""
+        self.caption.setText(f"Budget sweep of {plan_name} on {arch}, running: {sweep_step(done, total)}{left}.")
+
     def show_sweep(self, sweep, plan_name: str) -> None:
         """Show a kernels.measurement.Sweep."""
         self.rows = list(sweep.rows)
         caps = [r.maxrregcount for r in self.rows]
         self.reg_curve.setData(caps, [r.registers for r in self.rows])
         self.warp_curve.setData(caps, [r.active_warps for r in self.rows])
-        self.spill_curve.setData(caps, [r.spill_store_bytes + r.spill_load_bytes for r in self.rows])
+        spilled = [r.spill_store_bytes + r.spill_load_bytes for r in self.rows]
+        y = symlog(spilled)
+        self.spill_curve.setData(caps, y)
+        some = [k for k, b in enumerate(spilled) if b > 0]
+        self.spill_marks.setData([caps[k] for k in some], y[some] if some else [])
+        # figures where they do not crowd: the largest spill, the smallest (the cliff's edge), and any under 5 % of
+        # the largest (the ones a linear axis would draw as 0)
+        big = max(spilled) if some else 0
+        named = sorted({some[0], some[-1], *(k for k in some if spilled[k] < 0.05 * big)}) if some else []
+        self._label_spills([(caps[k], float(y[k]), f"{spilled[k]:,} B") for k in named])
+        self.spills.setYRange(0, max(float(y.max()) if len(y) else 0.0, 1.0) * 1.3, padding=0)
+        self.warps.setYRange(0, max([r.active_warps for r in self.rows] or [1]) * 1.1, padding=0)
         self._mark(sweep)
         cliff = sweep.cliff()
         self.caption.setText(f"{plan_name} on {sweep.arch}: "
@@ -330,6 +398,18 @@ class QtBudgetSweep(QWidget):
                                 else "no spills at any cap swept")
                              + f"; the plan's count is {sweep.plan_registers} registers, ptxas with no "
                                f"-maxrregcount chose {sweep.no_cap.registers}")
+
+    def _label_spills(self, labels: list) -> None:
+        """The byte count over each spilling cap's marker (text items made once, reused, hidden when unused)."""
+        while len(self.spill_labels) < len(labels):
+            item = pg.TextItem(color="#e15759", anchor=(0.5, 1.2))
+            self.spills.addItem(item)
+            self.spill_labels.append(item)
+        for k, item in enumerate(self.spill_labels):
+            item.setVisible(k < len(labels))
+            if k < len(labels):
+                item.setText(labels[k][2])
+                item.setPos(labels[k][0], labels[k][1])
 
     def _mark(self, sweep) -> None:
         """The plan's count at x = its registers; ptxas's own choice at y = its registers."""

@@ -17,25 +17,54 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter, QUndoStack
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTabWidget,
-                               QUndoView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTabWidget,
+    QUndoView,
+    QVBoxLayout,
+    QWidget,
+)
 
+from engine.admit import admit
 from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
 from engine.edits import Assign, Move, Spill, Unspill
 from engine.errors import RegtuneError
 from engine.ilp import IlpFigures, plan_ilp
-from engine.admit import admit
 from engine.plan import Plan, write_plan, write_text_atomic
 from engine.workloads import setting_label, workload_named
 from gui.model import notifications
+from gui.model.eta import MovingRate, left_words
+from gui.model.session import (
+    DEFAULT_OPTIONS,
+    AutosaveSlot,
+    Session,
+    allocate_all,
+    best_plan,
+    clear_autosave,
+)
+from gui.model.timeline import critical_path_points
+from gui.model.words import conflict_summary
 from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
-from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
+from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView, sweep_step
 from gui.qt.qt_document import QtDocument
 from gui.qt.qt_graph import QtInterferenceGraph
 from gui.qt.qt_jobs import QtJobRunner
@@ -43,9 +72,6 @@ from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyP
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
-from gui.model.session import DEFAULT_OPTIONS, AutosaveSlot, Session, allocate_all, best_plan, clear_autosave
-from gui.model.timeline import critical_path_points
-from gui.model.words import conflict_summary
 
 VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
 #: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
@@ -75,10 +101,16 @@ def _build_job(progress, plans: dict, archs) -> dict:
 
 
 def _sweep_job(progress, plan: Plan, arch: str):
-    from kernels.run import sweep_in_worker
+    """kernels.pipeline.budget_sweep on this thread: its NVVM compile runs in a worker process under time and
+    memory limits and each ptxas run is a process, so nothing here can take the window down, and its progress
+    (NVVM, then one step per ptxas run) reaches the status bar. An error becomes an ``Unavailable``."""
+    from kernels.measurement import Unavailable
+    from kernels.pipeline import budget_sweep
 
-    progress.advance(0, 1)
-    return sweep_in_worker(plan, arch, progress=progress)
+    try:
+        return budget_sweep(plan, arch, progress=progress)
+    except RegtuneError as e:
+        return Unavailable(str(e))
 
 
 def _doctor_job(progress) -> str:
@@ -109,6 +141,7 @@ class QtMainWindow(QMainWindow):
         self._planned_cache: dict = {}
         self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
+        self.sweeping: tuple | None = None   # (plan name, arch, MovingRate) while a budget sweep runs
         self._build_widgets()
         self._build_actions()
         self._connect()
@@ -435,10 +468,19 @@ class QtMainWindow(QMainWindow):
         self.cancel_button.setVisible(busy)
         if not busy:
             self.progress.reset()
+            self.progress.setFormat("%p%")
 
-    def _progress(self, _key: str, done: int, total: int) -> None:
+    def _progress(self, key: str, done: int, total: int) -> None:
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(done)
+        if key == "sweep" and self.sweeping is not None and total > 2:
+            name, arch, rate = self.sweeping
+            rate.report(done, time.monotonic())
+            left = left_words(rate, done, total)
+            runs = total - 1                  # one per cap and one with no cap, after NVVM's compile
+            self.progress.setFormat(f"{max(done - 1, 0)}/{runs} ptxas runs")
+            self.status_text.setText(f"budget sweep of {name} on {arch}: {sweep_step(done, total)}{left}")
+            self.sweep.show_progress(name, arch, done, total, left)
 
     # -- workload --------------------------------------------------------------------------
     def request_workload(self, workload: dict, options: dict) -> None:
@@ -639,12 +681,19 @@ class QtMainWindow(QMainWindow):
             return
         name = self.doc.session.current
         arch = self.doc.session.options.get("arch", DEFAULT_ARCH)
+        self.sweeping = (name, arch, MovingRate())
+        self.status_text.setText(f"budget sweep of {name} on {arch}: compiling the kernel with NVVM...")
+        self.sweep.show_progress(name, arch, 0, 2)
         self.jobs.start("sweep", _sweep_job, (plan, arch),
                         on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
 
     def _swept(self, result, name: str) -> None:
         from kernels.measurement import Unavailable
 
+        swept, self.sweeping = self.sweeping, None
+        if swept is not None:
+            self.status_text.setText(f"budget sweep of {swept[0]} on {swept[1]}: done"
+                                     + ("" if isinstance(result, Unavailable) else f", {len(result.rows)} caps"))
         if isinstance(result, Unavailable):
             notifications.notify(result.reason)
             return

@@ -26,8 +26,8 @@ from gui.model.graph import (
     value_order,
 )
 from gui.qt.qt_graph import QtInterferenceGraph
-from tests.gui.windows import open_window
 from tests.bench.programs import straight_line
+from tests.gui.windows import open_window
 
 ROOT = Path(__file__).resolve().parents[2]
 

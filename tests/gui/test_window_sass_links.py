@@ -320,7 +320,9 @@ def test_the_listing_has_live_registers_stall_cycles_and_the_plan_instruction_of
         stalls = [ins.control.stall for ins in parse_hex(m.listings.hex[arch]).instructions[:len(sass.texts)]]
         model = view.listing.rows_model
         assert model.rowCount() == len(sass.texts)
-        cell = (lambda r, c: model.data(model.index(r, c)))
+        def cell(r, c, model=model):
+            return model.data(model.index(r, c))
+
         assert [cell(r, 1) for r in range(len(sass.texts))] == list(sass.texts)
         assert [int(cell(r, 2)) for r in range(len(sass.texts))] == sass.pressure.tolist()
         assert [int(cell(r, 3)) for r in range(len(sass.texts))] == stalls
