@@ -53,8 +53,10 @@ from gui.model.timeline import (
     sass_timeline,
 )
 
+#: GEMM's and attention's roles never meet in one program: Q, K and output share A, B and accumulator's colours
 ROLE_COLOURS = {"A fragment": "#4e79a7", "B fragment": "#59a14f", "accumulator": "#e15759",
-                "softmax temporary": "#b07aa1", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
+                "Q": "#4e79a7", "K": "#59a14f", "V": "#499894", "scores": "#b07aa1", "softmax state": "#ff9da7",
+                "output": "#e15759", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
                 "predicate": "#bab0ac", "spill slot": "#555555", "SASS, no plan value": "#8c8c8c"}
 PHASE_ALPHA = 26
 #: conflicts: a colour no role has, and a white hatch that shows on every role colour and on the background
