@@ -336,9 +336,9 @@ def _limit_flags(p, simulator: bool = True) -> None:
 
 def _metrics() -> list[str]:
     """The metrics the help names (without importing the kernels package; the rows themselves decide)."""
-    from gui.cli.compare_output import METRIC_OF
+    from gui.cli.compare_output import METRICS
 
-    return list(dict.fromkeys(METRIC_OF.values()))
+    return list(METRICS)
 
 
 def add_kernel_commands(sub, workload_flags) -> None:
