@@ -480,10 +480,47 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("report", CLAIMS, _report_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
     add_kernel_commands(sub, _workload_flags)
+    sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
     sub.command("screenshot", "render the window offscreen to a PNG", _screenshot_flags)
     parser.add_argument("--version", action=_Version)
     return parser
+
+
+#: the example programs shipped as package data (resources/examples): name -> file, what it is
+EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", "GEMM 1x1x2 and a counted loop of four more fma's (a "
+                                                           "branch, a loop-carried accumulator)"),
+                    "gemm": ("gemm_m1n1k2.txt", "GEMM 1x1x2, straight-line: four loads, a mul, an fma, a store")}
+
+
+def cmd_example(args) -> int:
+    """``regtune example``: the examples' names; ``regtune example NAME``: its IR text on stdout, or in
+    ``--out FILE`` (any folder: the file is read from the installed package, not from a checkout)."""
+    from importlib.resources import files
+
+    from engine.plan import check_writable, write_text_atomic
+
+    if args.name is None:
+        for name, (_file, what) in EXAMPLE_PROGRAMS.items():
+            print(f"{name:10s} {what}")
+        return 0
+    if args.name not in EXAMPLE_PROGRAMS:
+        raise RegtuneError(f"example {args.name!r}: no such example (the examples: {', '.join(EXAMPLE_PROGRAMS)})")
+    if args.out:
+        check_writable(args.out, "--out")
+    text = (files("resources") / "examples" / EXAMPLE_PROGRAMS[args.name][0]).read_text()
+    if args.out:
+        write_text_atomic(args.out, text)
+        print(f"wrote {args.name} to {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _example_flags(p) -> None:
+    p.add_argument("name", nargs="?", help="an example's name (none: list them)")
+    p.add_argument("--out", help="write it to this file instead of printing it")
+    p.set_defaults(func=cmd_example)
 
 
 def _configs_flags(p, spaces: list) -> None:
@@ -593,10 +630,11 @@ EXAMPLES = {
     "program": ["regtune program gemm --m 8 --n 8 --k 8 --schedule k-outer",
                 "regtune program gemm --m 16 --n 16 --k 16 --tile fit --budget 64"],
     "analyze": ["regtune analyze mha --heads 32 --batch 64 --head-dim 64 --groups 4 --strategies fp16-softmax",
-                "regtune analyze resources/examples/gemm_m1n1k2_loop.txt --json"],
+                "regtune example gemm-loop --out loop.txt && regtune analyze loop.txt --json"],
     "allocate": ["regtune allocate gemm --m 8 --n 8 --k 8 --allocator dsatur --out plan.json",
-                 "regtune allocate resources/examples/gemm_m1n1k2_loop.txt --allocator naive --budget 6 --out p.json"],
+                 "regtune allocate loop.txt --allocator naive --budget 6 --out p.json   # loop.txt: regtune example"],
     "occupancy": ["regtune occupancy --arch sm_80 --regs 130 --threads 256"],
+    "example": ["regtune example", "regtune example gemm-loop --out loop.txt"],
     "report": ["regtune report claims --sample 8 --out claims-report.md"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
     "doctor": ["regtune doctor", "regtune doctor --json"],
