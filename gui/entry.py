@@ -106,7 +106,7 @@ def _screenshot_outs(args) -> list[tuple[str, str]]:
         check_writable(args.out, "--out")
         return [(args.view, args.out)]
     folder = _out_dir(args.out_dir)
-    views = ["all", "timeline", "graph", "compare", "sass", "sweep"] if args.view == "all" else [args.view]
+    views = ["all", "timeline", "graph", "compare", "sass", "sweep", "diff"] if args.view == "all" else [args.view]
     outs = [(v, str(folder / f"{'window' if v == 'all' else v}.png")) for v in views]
     for _v, path in outs:
         check_writable(path, "--out-dir")
@@ -141,10 +141,10 @@ def _screenshot(args) -> int:
     from engine.admit import admit
 
     size = screenshot_size(args.size)
-    if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "all"):
+    if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "diff", "all"):
         from engine.errors import RegtuneError
 
-        raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, all)")
+        raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, diff, all)")
     workload, options = _screenshot_workload(args)
     options = _screenshot_arch(args, options)
     outs = _screenshot_outs(args)

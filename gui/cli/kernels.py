@@ -141,8 +141,14 @@ def cmd_build(args) -> int:
         m = _measured(progress.stage(stem, len(MEASURE_STEPS)), stem, plan, archs, args, spills=args.spills)
     report = m.to_dict()
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
-    write_files_atomic(out, dict(zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
-                                             json.dumps(report, indent=1) + "\n"])))   # all of them or none
+    texts = [m.listings.source, m.listings.ptx, *m.listings.sass.values(), json.dumps(report, indent=1) + "\n"]
+    if args.pressure_csv:
+        from engine.liveness import analyze
+        from gui.model.sass_rows import plan_pressure_csv
+
+        names.append(f"{stem}.pressure.csv")
+        texts.append(plan_pressure_csv(plan, analyze(plan.program).pressure, m))
+    write_files_atomic(out, dict(zip(names, texts)))   # all of them or none
     if args.json:
         print(json.dumps(report, indent=1))
         return _failed_checks([(stem, m)], args)
@@ -365,6 +371,9 @@ def _build_flags(p) -> None:
     p.add_argument("--spills", default="plan", choices=["plan", "compiler"],
                    help="keep the plan's spill code in the kernel (plan) or leave spilling to ptxas (compiler)")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator check")
+    p.add_argument("--pressure-csv", action="store_true",
+                   help="also write ALLOCATOR-PLANFILE.pressure.csv: the registers live at each plan instruction and "
+                        "at each SASS instruction of each arch (with its encoded stalls and plan instruction)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _limit_flags(p)
     p.set_defaults(func=cmd_build)

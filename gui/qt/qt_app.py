@@ -12,7 +12,7 @@ import sys
 from engine.errors import RegtuneError
 from gui.qt.display import check_display
 
-VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
+VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4, "diff": 5}
 
 
 #: Qt messages that say nothing to a user: the offscreen platform's, printed on every offscreen run
@@ -109,7 +109,7 @@ def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=
     outs = [(view, outs)] if single else list(outs)
     for shown, _path in outs:
         if shown not in (*VIEW_TABS, "all"):
-            raise RegtuneError(f"unknown view {shown!r} (timeline, graph, compare, sass, sweep, all)")
+            raise RegtuneError(f"unknown view {shown!r} (timeline, graph, compare, sass, sweep, diff, all)")
     import os
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

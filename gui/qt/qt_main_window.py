@@ -52,6 +52,7 @@ from engine.ilp import IlpFigures, plan_ilp
 from engine.plan import Plan, write_plan, write_text_atomic
 from engine.workloads import setting_label, workload_named
 from gui.model import notifications
+from gui.model.diff import plan_lines
 from gui.model.eta import MovingRate, left_words
 from gui.model.session import (
     DEFAULT_OPTIONS,
@@ -65,6 +66,7 @@ from gui.model.timeline import critical_path_points
 from gui.model.words import conflict_summary
 from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView, sweep_step
+from gui.qt.qt_diff import QtDiffView
 from gui.qt.qt_document import QtDocument
 from gui.qt.qt_graph import QtInterferenceGraph
 from gui.qt.qt_jobs import QtJobRunner
@@ -73,7 +75,7 @@ from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
 
-VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
+VIEWS = ("timeline", "graph", "compare", "sass", "sweep", "diff")
 #: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
 DETAILS_WIDTH = 380
 
@@ -137,7 +139,7 @@ class QtMainWindow(QMainWindow):
         self.jobs = QtJobRunner(self)
         self.last_error: str | None = None
         self._redraw_pending = False
-        self._graph_stale = self._compare_stale = True
+        self._graph_stale = self._compare_stale = self._diff_stale = True
         self._planned_cache: dict = {}
         self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
@@ -180,10 +182,11 @@ class QtMainWindow(QMainWindow):
         self.compare = QtComparePanel()
         self.sass_view = QtSassView()
         self.sweep = QtBudgetSweep()
+        self.diff = QtDiffView()
         self.tabs = QTabWidget()
         for widget, label in ((self.timeline, "Timeline"), (self.graph, "Interference graph"),
                               (self.compare, "Compare"), (self.sass_view, "Actual (SASS)"),
-                              (self.sweep, "Budget sweep")):
+                              (self.sweep, "Budget sweep"), (self.diff, "Diff")):
             self.tabs.addTab(widget, label)
         self.setCentralWidget(self.tabs)
         self.why = QtWhyPanel()
@@ -256,6 +259,7 @@ class QtMainWindow(QMainWindow):
         self.save_action = self._action(file_menu, "Save plan...", self.save_plan_dialog, QKeySequence.StandardKey.Save)
         self._action(file_menu, "Export kernel source...", self.export_kernel_dialog)
         self._action(file_menu, "Export picture of the current view...", self.export_picture_dialog, "Ctrl+E")
+        self._action(file_menu, "Export pressure as CSV...", self.export_pressure_dialog, "Ctrl+Shift+E")
         file_menu.addSeparator()
         self._action(file_menu, "Quit", self.close, QKeySequence.StandardKey.Quit)
         self.undo_action = self.stack.createUndoAction(self, "Undo")
@@ -283,7 +287,8 @@ class QtMainWindow(QMainWindow):
         # off until asked for: the model walks the executed path (0.1 s per plan for GEMM 16x16x16, 2 s for the
         # note's MHA example), too slow to redo on the UI thread after every edit
         self.critical_action.setChecked(False)
-        for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep")):
+        for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep",
+                                   "Diff")):
             self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         tools = self.addToolBar("Main")
         tools.setObjectName("main toolbar")
@@ -337,7 +342,7 @@ class QtMainWindow(QMainWindow):
             self.refresh_all()
 
     def _compare_changed(self) -> None:
-        self._compare_stale = True
+        self._compare_stale = self._diff_stale = True
         self._refresh_visible()
 
     def refresh_all(self) -> None:
@@ -361,7 +366,7 @@ class QtMainWindow(QMainWindow):
         self._show_conflicts(conflicts)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
         self._graph_stale = True
-        self._compare_stale = True
+        self._compare_stale = self._diff_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
         self.status_text.setToolTip(self.status_text.text())
@@ -400,6 +405,30 @@ class QtMainWindow(QMainWindow):
             self._graph_stale = False
         if current is self.compare and self._compare_stale:
             self.refresh_compare()
+        if current is self.diff and self._diff_stale:
+            self.refresh_diff()
+
+    def diff_sources(self) -> dict[str, list[str]]:
+        """What the Diff tab can compare: every plan, and the SASS of every built plan on each arch."""
+        s = self.doc.session
+        sources = {f"plan: {name}": plan_lines(plan) for name, plan in s.plans.items()}
+        for name, m in s.measurements.items():
+            for arch in (m.archs if m.listings is not None else ()):
+                sass = m.sass_liveness(arch)
+                if sass is not None:
+                    sources[f"SASS {arch}: {name}"] = list(sass.texts)
+        return sources
+
+    def refresh_diff(self) -> None:
+        """The Diff tab's listings; by default the current plan's kernel on the two archs when it is built, else
+        the current plan against the next one."""
+        s = self.doc.session
+        sources = self.diff_sources()
+        built = [k for k in sources if k.startswith("SASS ") and k.endswith(f": {s.current}")]
+        others = [k for k in sources if k.startswith("plan: ") and k != f"plan: {s.current}"]
+        left, right = (built[0], built[-1]) if len(built) > 1 else (f"plan: {s.current}", others[0] if others else None)
+        self.diff.set_sources(sources, left, right)
+        self._diff_stale = False
 
     def refresh_compare(self) -> None:
         from kernels.measurement import Unavailable
@@ -625,6 +654,24 @@ class QtMainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Export kernel source", "kernel.py", "*.py")
         if path:
             self._guard(lambda: self.export_kernel(path))
+
+    def export_pressure(self, path: str) -> None:
+        """The current plan's per-instruction pressure, and its kernel's on each arch when built, as CSV."""
+        from gui.model.sass_rows import plan_pressure_csv
+
+        plan = self.doc.plan
+        text = plan_pressure_csv(plan, self.doc.analysis().pressure,
+                                 self.doc.session.measurement(self.doc.session.current))
+        write_text_atomic(path, text)
+        self.status_text.setText(f"wrote the pressure of {self.doc.session.current} to {path}")
+
+    def export_pressure_dialog(self) -> None:
+        if self.doc.plan is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export pressure as CSV",
+                                              f"{self.doc.session.current}-pressure.csv", "CSV (*.csv)")
+        if path:
+            self.export_pressure(path)
 
     def export_picture_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export picture", "view.png", "PNG (*.png);;SVG (*.svg)")

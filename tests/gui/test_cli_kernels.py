@@ -356,3 +356,30 @@ def test_compare_help_the_unknown_metric_error_and_the_readme_list_the_same_metr
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
     chosen = re.search(r"`--metrics` chooses the rows \((.*?); `compare --help`", readme).group(1)
     assert re.findall(r"`([a-z-]+)`", chosen) == list(METRICS)
+
+
+def test_build_writes_the_per_instruction_pressure_of_the_plan_and_of_its_sass_as_csv(tmp_path, capsys):
+    """Issue 22: the per-instruction pressure (plan and SASS) as CSV from the command line."""
+    from engine.liveness import analyze
+    from engine.plan import load_plan
+    from kernels.sass import parse_sass
+
+    plan_path = _plan(tmp_path)
+    out = tmp_path / "out"
+    assert main(["build", plan_path, "--arch", "sm_80", "--out-dir", str(out), "--no-simulate",
+                 "--pressure-csv"]) == 0
+    assert "dsatur-plan.pressure.csv" in capsys.readouterr().out
+    rows = list(csv.DictReader((out / "dsatur-plan.pressure.csv").open()))
+    plan = load_plan(plan_path)
+    pressure = analyze(plan.program).pressure.tolist()
+    planned = [r for r in rows if r["source"] == "plan"]
+    assert [int(r["live_registers"]) for r in planned] == pressure
+    assert [r["instruction"] for r in planned] == [str(ins) for ins in plan.program.instructions]
+    sass = parse_sass((out / "dsatur-plan.sm_80.sass").read_text())
+    measured = [r for r in rows if r["source"] == "sass"]
+    assert {r["arch"] for r in measured} == {"sm_80"}
+    assert [int(r["live_registers"]) for r in measured] == sass.pressure.tolist()
+    assert [r["offset"] for r in measured] == list(sass.offsets)
+    assert all(r["stall_cycles"].isdigit() for r in measured)
+    linked = [int(r["plan_instruction"]) for r in measured if r["plan_instruction"]]
+    assert linked and all(0 <= i < len(pressure) for i in linked)

@@ -104,7 +104,7 @@ def test_screenshot_out_dir_writes_each_view_and_arch_picks_the_sass_views_arch(
     folder = tmp_path / "pictures"
     assert command(["screenshot", "--gemm", "2x2x2", "--view", "all", "--arch", "sm_90", "--size", "1280x800",
                     "--out-dir", str(folder)]) == 0
-    names = ["window", "timeline", "graph", "compare", "sass", "sweep"]
+    names = ["window", "timeline", "graph", "compare", "sass", "sweep", "diff"]
     assert capsys.readouterr().out.split() == [str(folder / f"{n}.png") for n in names]
     image = QImage(str(folder / "window.png"))
     assert (image.width(), image.height()) == (1280, 800)

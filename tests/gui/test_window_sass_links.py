@@ -383,3 +383,85 @@ def test_sass_live_ranges_take_the_colour_of_the_plan_value_they_came_from(windo
     assert SASS_UNMAPPED in drawn and "accumulator" in drawn
     items = view.timeline.bar_items
     assert items["accumulator"].opts["brush"] != items[SASS_UNMAPPED].opts["brush"]
+
+
+# -- issue 22: the diff view and the pressure CSV, from the window ------------------------------------------
+
+def _click_tab(tabs, widget) -> None:
+    bar = tabs.tabBar()
+    QTest.mouseClick(bar, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     bar.tabRect(tabs.indexOf(widget)).center())
+    QApplication.processEvents()
+
+
+def test_the_diff_tab_sets_sm_80_against_sm_90_and_marks_what_differs(window, measured):
+    _plan, m = measured
+    _click_tab(window.tabs, window.diff)
+    view = window.diff
+    assert view.left_box.currentText() == "SASS sm_80: linear-scan"
+    assert view.right_box.currentText() == "SASS sm_90: linear-scan"
+    a, b = list(m.sass_liveness("sm_80").texts), list(m.sass_liveness("sm_90").texts)
+    rows = view.rows
+    assert [r.left for r in rows if r.left is not None] == a and [r.right for r in rows if r.right is not None] == b
+    assert all((r.left == r.right) == (r.kind == "same") for r in rows)
+    assert all(r.kind != "registers" or (r.left != r.right and r.left.split()[0] == r.right.split()[0]) for r in rows)
+    assert {r.kind for r in rows} - {"same"}                        # the two archs' kernels differ somewhere
+    model = view.table.model()
+    k = next(i for i, r in enumerate(rows) if r.kind != "same")
+    tint = model.data(model.index(k, 0), Qt.ItemDataRole.BackgroundRole)
+    assert tint is not None and tint.name() in ("#ffe0a3", "#ffc9c9", "#c8ecc8")
+    assert "only on the right" in view.caption.text() and "sm_80: linear-scan against SASS sm_90" in view.caption.text()
+
+
+def test_the_diff_tab_compares_two_plans_chosen_with_the_keyboard(window):
+    _click_tab(window.tabs, window.diff)
+    view = window.diff
+    view.left_box.setFocus()
+    target = view.left_box.findText("plan: linear-scan")
+    while view.left_box.currentIndex() != target:               # keys, as a user picks the entry
+        QTest.keyClick(view.left_box, Qt.Key.Key_Down if view.left_box.currentIndex() < target else Qt.Key.Key_Up)
+    view.right_box.setFocus()
+    target = view.right_box.findText("plan: dsatur")
+    while view.right_box.currentIndex() != target:
+        QTest.keyClick(view.right_box, Qt.Key.Key_Down if view.right_box.currentIndex() < target else Qt.Key.Key_Up)
+    QApplication.processEvents()
+    left, right = window.doc.session.plans["linear-scan"], window.doc.session.plans["dsatur"]
+    assert str(left.program) == str(right.program)                 # one program: only registers can differ
+    rows = view.rows
+    assert {r.kind for r in rows} <= {"same", "registers"} and len(rows) == len(left.program.instructions)
+    differ = [i for i, ins in enumerate(left.program.instructions)
+              if any(left.assignment.get(d.name) != right.assignment.get(d.name) for d in ins.defs)]
+    assert [i for i, r in enumerate(rows) if r.kind == "registers"] == differ and differ
+    tip = view.table.model().data(view.table.model().index(differ[0], 1), Qt.ItemDataRole.ToolTipRole)
+    assert "registers differ: R" in tip
+
+
+def test_file_export_pressure_writes_the_plan_and_sass_rows_as_csv(window, measured, tmp_path):
+    import csv
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QFileDialog, QLineEdit
+
+    plan, m = measured
+    path = tmp_path / "pressure.csv"
+
+    def type_the_name():
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, QFileDialog)
+        name = dialog.findChild(QLineEdit, "fileNameEdit")          # Qt's own dialog: its file-name field
+        name.clear()
+        QTest.keyClicks(name, str(path))
+        QTest.keyClick(name, Qt.Key.Key_Return)
+
+    QTimer.singleShot(300, type_the_name)
+    QTest.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    QApplication.processEvents()
+    rows = list(csv.DictReader(path.open()))
+    planned = [r for r in rows if r["source"] == "plan"]
+    assert [int(r["live_registers"]) for r in planned] == window.doc.analysis().pressure.tolist()
+    for arch in ("sm_80", "sm_90"):
+        sass = [r for r in rows if r["source"] == "sass" and r["arch"] == arch]
+        assert [int(r["live_registers"]) for r in sass] == m.sass_liveness(arch).pressure.tolist()
+        ir = m.sass[arch].ir_map.ir
+        assert [r["plan_instruction"] for r in sass] == ["" if i is None else str(i) for i in ir]
+    assert f"wrote the pressure of linear-scan to {path}" == window.status_text.text()
