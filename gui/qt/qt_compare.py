@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QComboBox,
@@ -278,6 +278,13 @@ class QtSassView(QWidget):
         self._mark_text()
         self.listing.scroll_to_row(row)
         self.timeline.set_instruction(row)
+
+    def showEvent(self, event) -> None:
+        """Shown (its tab chosen): the marked row in view (a scroll asked for while hidden does nothing)."""
+        super().showEvent(event)
+        rows = ([self.row] if self.row is not None else []) or list(self.timeline.linked)
+        if rows:
+            QTimer.singleShot(0, lambda: self.listing.scroll_to_row(rows[0]))
 
     def _mark_text(self) -> None:
         """The listing's marks: the linked instructions pale, the clicked one gold."""

@@ -51,6 +51,7 @@ from gui.model.graph import (
     restrict,
     value_order,
 )
+from gui.qt.qt_timeline import ROLE_COLOURS
 
 SELECTED, CLASS = "#ffd700", "#00e5ff"
 #: what the neighbourhood pane says before anything is selected (instead of an empty plot)
@@ -428,7 +429,11 @@ class QtInterferenceGraph(QWidget):
         sizes = [12] + [min(9 + 3 * float(np.sqrt(len(g.members))), 44) for g in self.groups]
         adj = np.array([[0, k + 1] for k in range(len(self.groups))], dtype=int).reshape(-1, 2)
         self.shown = [a.names[centre]]
-        brushes = [self.brushes[-1]] + [self.brushes[k % len(PALETTE)] for k in range(len(self.groups))]
+        by = grouping_of(self.grouping, len(h.nodes) - 1)
+        # a role's group in the role's colour on the timeline; a register's in that register's colour here
+        brushes = [self.brushes[-1]] + [pg.mkBrush(ROLE_COLOURS.get(g.label, "#888888")) if by == "role"
+                                        else self.brushes[int(self._registers[g.members[0]]) % len(PALETTE)]
+                                        for g in self.groups]
         self.graph_item.setData(pos=pos, adj=adj, symbolBrush=brushes, symbol="o", size=sizes, pxMode=True,
                                 pen=pg.mkPen((170, 170, 170, 120), width=1),
                                 data=np.array([a.names[centre]] + [None] * len(self.groups), dtype=object))
@@ -440,7 +445,6 @@ class QtInterferenceGraph(QWidget):
         span = max(x1 - x0, 1.0)                 # room on the right for the labels, on top for the largest node
         self.plot.getViewBox().setRange(xRange=(x0 - 0.5 * span, x1 + 0.5 * span),
                                         yRange=(y0 - 3, y1 + 3), padding=0)
-        by = grouping_of(self.grouping, len(h.nodes) - 1)
         self.neighbourhood_caption.setText(
             f"%{self.selection} and its {len(h.nodes) - 1} neighbours in {len(self.groups)} groups by {by} (one "
             f"node per group, sized by its count; {len(h.edges):,} interferences among them): pick a group in "

@@ -465,3 +465,18 @@ def test_file_export_pressure_writes_the_plan_and_sass_rows_as_csv(window, measu
         ir = m.sass[arch].ir_map.ir
         assert [r["plan_instruction"] for r in sass] == ["" if i is None else str(i) for i in ir]
     assert f"wrote the pressure of linear-scan to {path}" == window.status_text.text()
+
+
+def test_the_marked_sass_row_is_in_view_when_the_tab_is_shown(window, measured):
+    plan, m = measured
+    fma = max(i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "fma")
+    window.tabs.setCurrentWidget(window.timeline)
+    QApplication.processEvents()
+    window.doc.select_instruction(fma)                  # chosen while the SASS tab is hidden
+    QApplication.processEvents()
+    _click_tab(window.tabs, window.sass_view)
+    QApplication.processEvents()
+    table = window.sass_view.listing
+    row = m.sass["sm_80"].ir_map.sass_of(fma)[0]
+    rect = table.visualRect(table.model().index(row, 1))
+    assert table.viewport().rect().contains(rect.center()), (row, rect)
