@@ -122,9 +122,8 @@ def pressure_csv(plan: list[PlanRow], sass: dict, plan_arch: str = "") -> str:
 def sass_rows_of(m, arch: str, program) -> list[SassRow]:
     """The SASS rows of measurement ``m`` (a kernels.measurement.Measurement with listings) on ``arch``: its
     line map's plan instructions and its encoded stalls where the listings give them ([] without a listing)."""
-    from kernels.control import ControlError
-
     from gui.model.timeline import StallStrip, stall_strip
+    from kernels.control import ControlError
 
     s = m.sass_liveness(arch)
     if s is None:

@@ -3,7 +3,8 @@
 A listing is a plan (each instruction with the registers of what it writes) or the SASS of a built plan on one
 architecture, so the view compares two plans, two plans' kernels, or one kernel on sm_80 against sm_90. The
 rows come from gui.model.diff: a row whose lines differ in registers only is tinted amber and its differing
-registers named in its tooltip; a line on one side only is red (left) or green (right), the other side empty.
+registers named in its tooltip, one with the same opcode and other operands blue; a line on one side only is red
+(left) or green (right), the other side empty.
 The two combo boxes choose the sides; the window hands the listings in with :meth:`QtDiffView.set_sources`.
 
 Invariant: the table shows :attr:`QtDiffView.rows`, the diff of the two chosen listings; it is recomputed only
@@ -28,8 +29,10 @@ from PySide6.QtWidgets import (
 from gui.model.diff import DiffRow, diff_rows, differing_registers, summary
 
 #: row tints by kind (the text stays black on them)
-TINTS = {"registers": QColor("#ffe0a3"), "left": QColor("#ffc9c9"), "right": QColor("#c8ecc8")}
-WORDS = {"same": "the same", "registers": "registers differ", "left": "only on the left", "right": "only on the right"}
+TINTS = {"registers": QColor("#ffe0a3"), "operands": QColor("#d9e4ff"), "left": QColor("#ffc9c9"),
+         "right": QColor("#c8ecc8")}
+WORDS = {"same": "the same", "registers": "registers differ", "operands": "the same opcode, other operands",
+         "left": "only on the left", "right": "only on the right"}
 
 
 class QtDiffRows(QAbstractTableModel):
@@ -142,4 +145,5 @@ class QtDiffView(QWidget):
         self.rows = diff_rows(self.sources[left], self.sources[right])
         self.model.set_rows(self.rows, (left, right))
         self.caption.setText(f"{left} against {right}: {summary(self.rows)}. Amber: the same instruction in "
-                             "other registers (hover for which); red: only on the left; green: only on the right.")
+                             "other registers (hover for which); blue: the same opcode, other operands; red: only "
+                             "on the left; green: only on the right.")

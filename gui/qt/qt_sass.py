@@ -14,7 +14,7 @@ so marking redraws cells and never rebuilds the rows.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
@@ -49,11 +49,11 @@ class QtSassRows(QAbstractTableModel):
         for row in sorted(r for r in changed if r is not None and 0 <= r < len(self.rows)):
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
 
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
+    def rowCount(self, parent=None) -> int:
+        return 0 if parent is not None and parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
+    def columnCount(self, parent=None) -> int:
+        return 0 if parent is not None and parent.isValid() else len(COLUMNS)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():

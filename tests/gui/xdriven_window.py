@@ -12,7 +12,6 @@ import os
 import sys
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
 
 
 def main() -> int:
