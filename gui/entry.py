@@ -36,7 +36,7 @@ def _gui(args) -> int:
 
 def _mha_config(args) -> tuple[dict, dict]:
     """``screenshot --mha``'s workload and session options, checked as the other commands check them."""
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from engine.workloads import check_workload, workload_named
     from gui.model.session import session_options
 
@@ -50,7 +50,7 @@ def _mha_config(args) -> tuple[dict, dict]:
 
 
 def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from engine.workloads import workload_named
     from gui.cli.main import gemm_config
 
@@ -74,7 +74,7 @@ def screenshot_size(text: str) -> tuple[int, int]:
     >>> screenshot_size("1280x800")
     (1280, 800)
     """
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
 
     parts = text.lower().split("x")
     if len(parts) != 2 or not all(p.isdigit() and 320 <= int(p) <= 8192 for p in parts):
@@ -84,8 +84,8 @@ def screenshot_size(text: str) -> tuple[int, int]:
 
 def _screenshot_arch(args, options: dict | None) -> dict | None:
     """``--arch``: one of the architectures a build measures (the sass view shows those), into the options."""
-    from engine.arch import DEFAULT_BUILD_ARCHS
-    from engine.errors import RegtuneError
+    from engine.model.arch import DEFAULT_BUILD_ARCHS
+    from engine.base.errors import RegtuneError
 
     if args.arch is None:
         return options
@@ -99,7 +99,7 @@ def _screenshot_arch(args, options: dict | None) -> dict | None:
 
 def _screenshot_outs(args) -> list[tuple[str, str]]:
     """(view, PNG path) of each picture to write, every path tried before any work."""
-    from engine.plan import check_writable
+    from engine.base.files import check_writable
     from gui.cli.kernels import _out_dir
 
     if args.out is not None:
@@ -118,14 +118,14 @@ def _check_select(args, workload: dict | None, options: dict | None) -> None:
     before any plan is made (the plans' own spill names are checked again when they exist)."""
     if args.select is None:
         return
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from engine.workloads import config_label
     from engine.workloads.roles import base_name
     from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, build_workload
 
     name = args.select[1:] if args.select.startswith("%") else args.select
     if args.plan:
-        from engine.plan import load_plan
+        from engine.planfile import load_plan
 
         program, label = load_plan(args.plan).program, args.plan
     else:
@@ -142,7 +142,7 @@ def _screenshot(args) -> int:
 
     size = screenshot_size(args.size)
     if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "diff", "all"):
-        from engine.errors import RegtuneError
+        from engine.base.errors import RegtuneError
 
         raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, diff, all)")
     workload, options = _screenshot_workload(args)
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
         import gui.cli.interrupt  # noqa: F401 (loaded before the SIGTERM handler that raises its Terminated)
 
         signal.signal(signal.SIGTERM, _terminate)      # once, where the process starts
-        from engine.process import configure_process
+        from engine.base.process import configure_process
 
         configure_process()
         return command(argv)

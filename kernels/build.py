@@ -6,11 +6,11 @@ The PTX is compiled once per plan for the lowest architecture asked for
 replaced in it by the short :func:`kernels.codegen.entry_name`, so the
 PTX, the SASS and every file and view carry that name. ptxas then
 assembles it twice for every architecture (without a list,
-:data:`engine.arch.DEFAULT_BUILD_ARCHS`):
+:data:`engine.model.arch.DEFAULT_BUILD_ARCHS`):
 
 - at the **plan** cap, ``-maxrregcount`` = the plan's register count
   (raised to ptxas's floor; no flag when the count is the arch's maximum,
-  :func:`engine.arch.plan_register_cap`): the kernel whose SASS is listed
+  :func:`engine.model.arch.plan_register_cap`): the kernel whose SASS is listed
   and run on a GPU; ptxas spills here say the plan's count does not fit
   ptxas's own schedule;
 - at the **compiler** cap, no ``-maxrregcount`` at all: ptxas's own choice,
@@ -48,8 +48,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from engine.arch import DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
-from engine.plan import Plan, write_text_atomic
+from engine.model.arch import DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
+from engine.base.files import write_text_atomic
+from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source
 from kernels.run import WORKER_MEMORY_MB, run_worker
 from kernels.sass import SassLiveness, parse_sass
@@ -330,7 +331,7 @@ def build_source(source: KernelSource, archs=DEFAULT_BUILD_ARCHS, use_cache: boo
 
 def cap_registers(cap: str, arch: str, plan_registers: int) -> int | None:
     """The ``-maxrregcount`` of ``cap`` (one of :data:`CAPS`) on ``arch`` (None: no flag): for "plan" the plan's
-    count as :func:`engine.arch.plan_register_cap` makes it a cap, for "compiler" None."""
+    count as :func:`engine.model.arch.plan_register_cap` makes it a cap, for "compiler" None."""
     if cap not in CAPS:
         raise ToolchainError(f"unknown cap {cap!r} (known: {', '.join(CAPS)})")
     return plan_register_cap(load_arch(arch), plan_registers) if cap == "plan" else None

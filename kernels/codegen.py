@@ -36,7 +36,7 @@ than once gets a fresh name per definition inside a block (numba-cuda's
 lowering is slow with reused names, TOOLCHAIN-NOTES.md), and the canonical
 name for the last definition a later block reads. Control flow is
 structured back into ``if``/``else`` and ``while True`` loops by
-:func:`engine.structure.structure`, whose tree this module walks; a CFG that
+:func:`engine.ir.cfg.structure`, whose tree this module walks; a CFG that
 does not fit those shapes is refused with the block at fault. The generic
 module parts are real files in kernels/templates, embedded as text.
 
@@ -50,7 +50,7 @@ plan's spill code too (:func:`without_spill_code`) and compares the two).
 Examples
 --------
 >>> from engine.workloads.gemm import Gemm, build_gemm
->>> from engine.allocators import allocate
+>>> from engine.alloc import allocate
 >>> program, options = build_gemm(Gemm(2, 2, 2), tile=(2, 2))
 >>> from engine.predict import planned_and_run
 >>> plan = planned_and_run(allocate("linear-scan", program), workload=Gemm(2, 2, 2).as_dict(), options=options)
@@ -71,15 +71,15 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
-from engine.fields import excerpt
-from engine.ir import Block, Imm, Instruction, Program, Use, replace_blocks
-from engine.ir_rules import KERNEL_NAMES, shape_of, usable_symbol
-from engine.limits import MAX_SPILL_SLOT
+from engine.base.errors import RegtuneError
+from engine.base.fields import excerpt
+from engine.ir.core import Block, Imm, Instruction, Program, Use, replace_blocks
+from engine.ir.rules import KERNEL_NAMES, shape_of, usable_symbol
+from engine.base.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
-from engine.spill import remove_spill_code, spill_slot
-from engine.structure import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
-from engine.structure import loop_trips as structure_loop_trips
+from engine.ir.spill import remove_spill_code, spill_slot
+from engine.ir.cfg import Break, Code, If, Loop, Return, Seq, StructureError, adjust_trips, structure
+from engine.ir.cfg import loop_trips as structure_loop_trips
 from kernels.harness import HARNESSES, Harness, bound_names, harness_for
 from kernels.templates import template_text
 
@@ -517,7 +517,7 @@ class _Writer:
             return self.spill(ins, where)
         if op in ("br", "cbr", "exit"):
             return None
-        if shape_of(op) is None:      # an opaque opcode (engine.ir_rules): its operands were never given a kind
+        if shape_of(op) is None:      # an opaque opcode (engine.ir.rules): its operands were never given a kind
             raise KernelError(f"{where}: opcode {op} has no CUDA lowering")
         expr = self.arithmetic(op, type_, [self.operand(o, type_ or "i32", where) for o in ops], ins, where)
         return f"float32({expr})" if self._mixed_f32(ins) else expr
@@ -531,7 +531,7 @@ class _Writer:
 
     def param(self, ins: Instruction, where: str) -> str:
         symbol = ins.operands[0].text if len(ins.operands) == 1 and len(ins.defs) == 1 else ""
-        if not (_usable(symbol) and usable_symbol(symbol)):    # the parser refuses both (engine.ir_rules)
+        if not (_usable(symbol) and usable_symbol(symbol)):    # the parser refuses both (engine.ir.rules)
             raise KernelError(f"{where}: parameter name {excerpt(symbol)} is not usable in Python (ASCII letters, "
                               "digits and _, not a keyword, builtin or a name of the kernel module)")
         if symbol in self.params:
@@ -607,7 +607,7 @@ class _Writer:
             self.slot_names[key] = _identifier(f"slot_{slot}_{key[1]}", self.taken)
         return self.slot_names[key]
 
-    # -- control flow (the tree from engine.structure) ----------------------------------------------
+    # -- control flow (the tree from engine.ir.cfg) ----------------------------------------------
     def node(self, node, depth: int) -> None:
         """Emit one node of the structure tree at indentation ``depth``."""
         getattr(self, "_" + type(node).__name__.lower())(node, depth)
@@ -649,7 +649,7 @@ class _Writer:
 
 
 def _spill_slot(ins: Instruction, where: str) -> int:
-    """The local-memory slot of spill code (see :func:`engine.spill.spill_slot`), or a one-line error."""
+    """The local-memory slot of spill code (see :func:`engine.ir.spill.spill_slot`), or a one-line error."""
     slot = spill_slot(ins)
     if slot is None:
         raise KernelError(f"{where}: a spill slot must be an integer in 0..{MAX_SPILL_SLOT}")
@@ -672,7 +672,7 @@ def _address(pointer: str, element: int) -> str:
 
 
 def loop_trips(program: Program) -> dict:
-    """Trip count of each counted loop (:func:`engine.structure.loop_trips`); a bad count is a KernelError."""
+    """Trip count of each counted loop (:func:`engine.ir.cfg.loop_trips`); a bad count is a KernelError."""
     try:
         return structure_loop_trips(program)
     except StructureError as exc:
@@ -786,7 +786,7 @@ def entry_name(plan: Plan) -> str:
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> program = parse(".kernel gemm_m8n8k8_t8x8_k_outer\\n.block entry\\n  exit\\n")
     >>> entry_name(Plan(program, {}, {}, 255, "chaitin-briggs"))
     'regtune_gemm_m8n8k8_t8x8_k_outer_chaitin_briggs'
@@ -798,14 +798,14 @@ def entry_name(plan: Plan) -> str:
 
 
 def without_spill_code(plan: Plan) -> Plan:
-    """The plan with its program before spill code (:func:`engine.spill.remove_spill_code`) and no spills: the
+    """The plan with its program before spill code (:func:`engine.ir.spill.remove_spill_code`) and no spills: the
     kernel a plan's kernel is compared with (compiler spills). A reload or store of a spilled value left over
     there because it names another spilled value's slot (spill code a hand edit broke) is spill code too and
     goes with the rest, so the program keeps its meaning whatever the plan's spill code does.
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block entry\\n  %x:f32 = mov 1\\n  st.local 0, %x\\n  %y:f32 = mov 2\\n"
     ...           "  st.local 1, %y\\n  %x.r1:f32 = ld.local 1\\n  %z:f32 = add %x.r1, %y\\n  exit\\n")
     >>> print(without_spill_code(Plan(p, {}, {"x": 0, "y": 1}, 255, "hand")).program, end="")

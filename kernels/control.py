@@ -56,10 +56,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 
 #: SASS opcode prefixes -> class of the architecture's latency table (``[latency]`` in resources/arch/*.toml,
-#: :func:`engine.arch.load_latencies`), first match wins; an opcode that sets a write barrier and is in none
+#: :func:`engine.model.arch.load_latencies`), first match wins; an opcode that sets a write barrier and is in none
 #: (S2R, LDC, ...) is priced at the table's ``default``.
 CLASSES = (("ld_shared", ("LDS", "LDSM", "ATOMS")), ("st_shared", ("STS",)), ("ld_local", ("LDL",)),
            ("st_local", ("STL",)), ("st_global", ("STG", "ST.", "ST ")),
@@ -192,7 +192,7 @@ def executed_path(listing: Listing, trips: dict) -> tuple[list[int], str]:
     it. A predicated forward branch is taken (ptxas guards its slow paths,
     e.g. of a reciprocal, by branching to the common path). Loops: when the
     SASS has exactly one and the program exactly one counted loop
-    (``trips``: label -> N from :func:`engine.structure.loop_trips`), the
+    (``trips``: label -> N from :func:`engine.ir.cfg.loop_trips`), the
     instructions from its first to its back edge run N times; on the last
     pass a predicated branch out of the body (ptxas's loop exit, a BRA or a
     ``CALL.REL.NOINC``) is taken, on the others it is not. The SASS loop is

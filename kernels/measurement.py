@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, fields
 
-from engine.timemodel import ModelTime
+from engine.model.timemodel import ModelTime
 from kernels.sass_lines import SassIrMap
 
 
@@ -302,7 +302,7 @@ def gpu_from_dict(data: dict) -> GpuRun | Unavailable:
 
 @dataclass(frozen=True)
 class ModelTimeFigures(_Record, ModelTime):
-    """Model time of the kernel on one arch (:class:`engine.timemodel.ModelTime`, a model, never a measured
+    """Model time of the kernel on one arch (:class:`engine.model.timemodel.ModelTime`, a model, never a measured
     time), as a measurement's record: ``source`` "plan" (the plan's issue cycles, registers and traffic) or
     "sass" (ptxas's issue cycles, registers at the plan cap and the SASS's loads and stores); times in
     microseconds."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from engine.arch import (
+from engine.model.arch import (
     DEFAULT_ARCH,
     DEFAULT_BUILD_ARCHS,
     Arch,
@@ -33,8 +33,8 @@ from engine.arch import (
     load_arch,
     occupancy,
 )
-from engine.errors import RegtuneError
-from engine.jobs import Cancelled, NullProgress, Progress
+from engine.base.errors import RegtuneError
+from engine.base.jobs import Cancelled, NullProgress, Progress
 from engine.plan import Plan
 from kernels.build import Limits, build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source

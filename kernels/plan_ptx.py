@@ -56,7 +56,7 @@ one line, all of its lines together and in the plan's order.
 
 Examples
 --------
->>> from engine.ir import parse
+>>> from engine.ir.parser import parse
 >>> from engine.plan import Plan
 >>> p = parse(".kernel k\\n.block entry\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
 ...           "  %y:f32 = mul %x, %x\\n  st.global %pa, 4, %y\\n  exit\\n")
@@ -77,13 +77,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 
-from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
-from engine.fields import excerpt
-from engine.ir import Imm, Instruction, Program, Use, is_name
-from engine.ir_rules import COMPARISONS, SPECIAL_REGISTERS, shape_of
-from engine.limits import MAX_SPILL_SLOT
+from engine.model.arch import DEFAULT_BUILD_ARCHS, load_arch
+from engine.base.fields import excerpt
+from engine.ir.core import Imm, Instruction, Program, Use, is_name
+from engine.ir.rules import COMPARISONS, SPECIAL_REGISTERS, shape_of
+from engine.base.limits import MAX_SPILL_SLOT
 from engine.plan import Plan, registers_used
-from engine.spill import spill_slot
+from engine.ir.spill import spill_slot
 from kernels.build import CAP_LABELS, CAPS, StageCache, cap_registers
 from kernels.codegen import KernelError, entry_name
 from kernels.measurement import PlanPtxFigures, SassFigures
@@ -301,7 +301,7 @@ class SpillFrame:
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.local 3, %x\\n  %p:u64 = mov 8\\n"
     ...           "  st.local 1, %p\\n  exit\\n")
     >>> SpillFrame.of(p)

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from engine.arch import (
+from engine.model.arch import (
     DEFAULT_ARCH,
     load_arch,
     load_latencies,
     next_register_step,
     occupancy,
 )
-from engine.errors import RegtuneError
-from engine.ilp import plan_ilp
+from engine.base.errors import RegtuneError
+from engine.model.ilp import plan_ilp
 from engine.plan import Plan, registers_used
 from engine.predict import predict, program_maxlive
-from engine.structure import loop_trips
-from engine.timemodel import model_time, thread_traffic
+from engine.ir.cfg import loop_trips
+from engine.model.timemodel import model_time, thread_traffic
 from kernels.build import Build
 from kernels.control import (
     ControlError,
@@ -228,7 +228,7 @@ def _model(arch: str, cycles: int, instructions: int, registers: int, grid, nbyt
 
 
 def plan_model_time(plan: Plan, arch: str, ilp=None) -> ModelTimeFigures | Unavailable:
-    """Model time of the plan on ``arch`` from the plan alone: its issue cycles (engine/ilp.py), register
+    """Model time of the plan on ``arch`` from the plan alone: its issue cycles (engine/model/ilp.py), register
     count and traffic, over the grid a GPU run launches; ``ilp``: the caller's :func:`plan_ilp` on ``arch``."""
     grid = gpu_grid(plan)
     if grid is None:

@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from engine.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
-from engine.jobs import Cancelled, Progress
+from engine.model.arch import DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch, plan_register_cap
+from engine.base.jobs import Cancelled, Progress
 from engine.plan import Plan
 from kernels.codegen import KernelSource, kernel_source, loop_trips, without_spill_code
 from kernels.harness import harness_for
@@ -200,7 +200,7 @@ def build_in_worker(plan: Plan, archs=DEFAULT_BUILD_ARCHS, skip_simulator: str =
     why the worker gave none; ``Cancelled`` (the worker killed at once) when
     ``progress`` is cancelled.
     """
-    from engine.plan import plan_to_dict
+    from engine.planfile import plan_to_dict
     from kernels.measurement import Measurement, Unavailable
 
     reply = run_worker({"mode": "build", "plan": plan_to_dict(plan), "archs": list(archs),
@@ -212,7 +212,7 @@ def sweep_in_worker(plan: Plan, arch: str = DEFAULT_ARCH, start: int = 24, stop:
                     progress: Progress | None = None):
     """:func:`kernels.pipeline.budget_sweep` of ``plan`` in a worker process: a
     :class:`~kernels.measurement.Sweep`, or an ``Unavailable`` saying why there is none."""
-    from engine.plan import plan_to_dict
+    from engine.planfile import plan_to_dict
     from kernels.measurement import Sweep, Unavailable
 
     reply = run_worker({"mode": "sweep", "plan": plan_to_dict(plan), "arch": arch, "start": start, "stop": stop},

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.arch import BankModel
-from engine.errors import RegtuneError
-from engine.liveness import PressureFigures
+from engine.model.arch import BankModel
+from engine.base.errors import RegtuneError
+from engine.analysis.liveness import PressureFigures
 
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*(//.*)?$")
 _REGISTER = re.compile(r"(?<![\w.])R(\d+)(?![\w])")

@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.arch import check_register_cap, load_arch
-from engine.errors import RegtuneError
+from engine.model.arch import check_register_cap, load_arch
+from engine.base.errors import RegtuneError
 
 #: pip package providing each tool (for the missing-tool message).
 PACKAGES = {"ptxas": "nvidia-cuda-nvcc", "nvdisasm": "nvidia-cuda-nvdisasm", "nvvm": "numba-cuda[cu13] (nvidia-nvvm)"}

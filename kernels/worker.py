@@ -194,7 +194,7 @@ def gpu(request: dict) -> dict:
 
 def build(request: dict) -> dict:
     """:func:`kernels.pipeline.measure` of the request's plan: the report, the source, PTX and SASS listings."""
-    from engine.plan import plan_from_dict
+    from engine.planfile import plan_from_dict
     from kernels.pipeline import measure
 
     plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names
@@ -204,7 +204,7 @@ def build(request: dict) -> dict:
 
 def sweep(request: dict) -> dict:
     """:func:`kernels.pipeline.budget_sweep` of the request's plan."""
-    from engine.plan import plan_from_dict
+    from engine.planfile import plan_from_dict
     from kernels.pipeline import budget_sweep
 
     plan = plan_from_dict(request["plan"], "<plan from the window>", check=False)  # a kernel ignores names

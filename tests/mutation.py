@@ -9,7 +9,7 @@ the same) are listed with their reason in ``tests/mutation_equivalent.txt``
 and left out of the rate.
 
 Run: ``python -m tests.mutation [--max-children N] [--report-only] [--retest-survivors] [PATTERN ...]`` (patterns of
-mutant names, e.g. ``'engine.checker.*'``, to test some modules first); exits 1
+mutant names, e.g. ``'engine.check.symbolic.*'``, to test some modules first); exits 1
 below the target of 90 % of the non-equivalent mutants killed. Mutants and
 their results are kept in ``mutants/`` (ignored by git), so a second run
 only tests what changed. ``--report-only`` with no earlier run (no

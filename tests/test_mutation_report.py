@@ -21,6 +21,6 @@ def test_report_only_on_a_fresh_clone_says_there_is_no_earlier_run(tmp_path):
 def test_a_report_with_no_mutant_tested_gives_no_rate(capsys):
     from tests.mutation import report
 
-    assert report({"engine.checker.x_f__mutmut_1": "not checked"}, {}) is None
+    assert report({"engine.check.symbolic.x_f__mutmut_1": "not checked"}, {}) is None
     out = capsys.readouterr().out
     assert "no mutant has been tested yet" in out and "0/0" not in out

@@ -12,7 +12,7 @@ the probabilities P = exp(S - m), in any precision), the softmax state
 
 Examples
 --------
->>> from engine.ir import Value
+>>> from engine.ir.core import Value
 >>> [role_of(Value(n, t)) for n, t in [("a_0_1", "f32"), ("acc_0_0.r1", "f32"), ("ta", "u64"), ("p_0_3", "f32")]]
 ['A fragment', 'accumulator', 'address', 'scores']
 >>> [role_of(Value(n, "f32")) for n in ("q_0_1", "k_2_0", "v_1_3", "s_0_5", "m_0", "l_1.r2", "o_0_3")]
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from engine.ir import Value
+from engine.ir.core import Value
 
 ROLES = ("A fragment", "B fragment", "accumulator", "Q", "K", "V", "scores", "softmax state", "output", "address",
          "index", "scalar", "predicate")

@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 
 #: the widest table ``--format table`` prints
 WIDTH = 100
@@ -118,7 +118,7 @@ class Comparison:
 
 def comparison(columns: list, archs, models=None) -> Comparison:
     """The rows model of ``columns`` ((name, Measurement) pairs) from :func:`kernels.report.compare_rows`, and
-    when ``models`` (one :class:`engine.ilp.IlpFigures` per column) is given, the two model rows after them."""
+    when ``models`` (one :class:`engine.model.ilp.IlpFigures` per column) is given, the two model rows after them."""
     from kernels.report import Column, compare_rows
 
     cells = [Column(m.planned, m) for _, m in columns]
@@ -128,12 +128,12 @@ def comparison(columns: list, archs, models=None) -> Comparison:
 
 
 def model_rows(figures) -> tuple[Row, ...]:
-    """ILP and issue cycles per warp of each plan (engine/ilp.py: a model on the plan's arch latencies).
+    """ILP and issue cycles per warp of each plan (engine/model/ilp.py: a model on the plan's arch latencies).
 
     Examples
     --------
-    >>> from engine.ilp import plan_ilp
-    >>> from engine.ir import parse
+    >>> from engine.model.ilp import plan_ilp
+    >>> from engine.ir.parser import parse
     >>> from engine.plan import Plan
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  exit\\n")
     >>> [(r.label, r.values) for r in model_rows([plan_ilp(Plan(p, {"x": (0,), "y": (1,)}, {}, 8, "hand"))])]

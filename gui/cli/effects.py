@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.errors import RegtuneError
-from engine.ir import print_program
-from engine.plan import MAX_REGISTERS
+from engine.base.errors import RegtuneError
+from engine.ir.core import print_program
+from engine.base.limits import MAX_REGISTERS
 from engine.workloads import WORKLOADS
 
 #: the commands whose --budget only builds the program (the others allocate with it)

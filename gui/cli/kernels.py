@@ -12,27 +12,27 @@ import re
 import sys
 from pathlib import Path
 
-from engine.errors import RegtuneError
-from engine.limits import CHECK_SECONDS, MAX_REGISTERS
+from engine.base.errors import RegtuneError
+from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS
 from gui.cli.compare_output import FORMATS
 
 #: what the model rows of a compare table are
-MODEL_NOTE = ("(model) rows: engine/ilp.py, one thread's dependence graph along its executed path under the plan's "
+MODEL_NOTE = ("(model) rows: engine/model/ilp.py, one thread's dependence graph along its executed path under the plan's "
               "arch latency table (resources/arch); a model, not a measurement\n"
-              "model time rows: engine/timemodel.py, issue cycles per warp (the plan's or the SASS's, as the row "
+              "model time rows: engine/model/timemodel.py, issue cycles per warp (the plan's or the SASS's, as the row "
               "says), occupancy, waves and bytes moved on the product named in resources/arch [throughput]; a "
               "model, never a measured time (the GPU rows)")
 
 
 def _build_archs() -> str:
     """The default ``--arch`` of build and compare (comma-separated)."""
-    from engine.arch import DEFAULT_BUILD_ARCHS
+    from engine.model.arch import DEFAULT_BUILD_ARCHS
 
     return ",".join(DEFAULT_BUILD_ARCHS)
 
 
 def _archs(text: str) -> tuple[str, ...]:
-    from engine.arch import load_arch
+    from engine.model.arch import load_arch
 
     archs = tuple(a.strip() for a in text.split(",") if a.strip())
     for a in archs:
@@ -59,7 +59,7 @@ def cmd_doctor(args) -> int:
 def _out_dir(text: str) -> Path:
     """``--out-dir``, made and tried before any work: an existing folder or one that can be created, that
     takes new files."""
-    from engine.plan import check_writable
+    from engine.base.files import check_writable
 
     out = Path(text)
     if not text.strip():
@@ -127,8 +127,8 @@ def _measured(progress, label: str, plan, archs, args, base: int = 0, **kw):
 
 
 def cmd_build(args) -> int:
-    from engine.ilp import plan_ilp
-    from engine.plan import write_files_atomic
+    from engine.model.ilp import plan_ilp
+    from engine.base.files import write_files_atomic
     from gui.cli.compare_output import comparison, render
     from gui.cli.main import _setting, admit_plan
     from gui.cli.progress import CommandProgress
@@ -143,7 +143,7 @@ def cmd_build(args) -> int:
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
     texts = [m.listings.source, m.listings.ptx, *m.listings.sass.values(), json.dumps(report, indent=1) + "\n"]
     if args.pressure_csv:
-        from engine.liveness import analyze
+        from engine.analysis.liveness import analyze
         from gui.model.sass_rows import plan_pressure_csv
 
         names.append(f"{stem}.pressure.csv")
@@ -193,7 +193,7 @@ def _failed_checks(columns: list, args) -> int:
 
 
 def _allocators(text: str) -> list[str]:
-    from engine.allocators import ALLOCATORS, check_allocator
+    from engine.alloc import ALLOCATORS, check_allocator
 
     names = sorted(ALLOCATORS, key=["naive", "linear-scan", "chaitin-briggs", "dsatur"].index) \
         if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
@@ -205,8 +205,8 @@ def _allocators(text: str) -> list[str]:
 
 
 def cmd_compare(args) -> int:
-    from engine.allocators import allocate
-    from engine.ilp import plan_ilp
+    from engine.alloc import allocate
+    from engine.model.ilp import plan_ilp
     from engine.predict import planned_and_run
     from gui.cli.compare_output import comparison, parse_metrics, render
     from gui.cli.main import _budget_of, _setting, admit_plan, workload_program
@@ -275,7 +275,7 @@ def unasked_spills(columns: list, archs) -> list[str]:
 
 
 def cmd_budget_sweep(args) -> int:
-    from engine.arch import check_register_cap, load_arch
+    from engine.model.arch import check_register_cap, load_arch
     from gui.cli.main import admit_plan
     from kernels.pipeline import budget_sweep
 
@@ -380,7 +380,7 @@ def _build_flags(p) -> None:
 
 
 def _compare_flags(p, workload_flags) -> None:
-    from engine.allocators import ALLOCATORS
+    from engine.alloc import ALLOCATORS
     from gui.cli.main import budget
 
     archs = _build_archs()
@@ -403,7 +403,7 @@ def _compare_flags(p, workload_flags) -> None:
 
 
 def _budget_sweep_flags(p) -> None:
-    from engine.arch import ARCHS, DEFAULT_ARCH
+    from engine.model.arch import ARCHS, DEFAULT_ARCH
     from gui.cli.main import budget
 
     p.add_argument("plan", help="plan file (JSON)")

@@ -24,16 +24,16 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from engine.errors import RegtuneError, VerificationError
-from engine.fields import digits, excerpt
-from engine.limits import CHECK_SECONDS, MAX_REGISTERS
+from engine.base.errors import RegtuneError, VerificationError
+from engine.base.fields import digits, excerpt
+from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS
 from gui.cli.kernels import add_kernel_commands
 
 if TYPE_CHECKING:
-    from engine.ilp import IlpFigures
-    from engine.ir import Program
+    from engine.model.ilp import IlpFigures
+    from engine.ir.core import Program
     from engine.plan import Plan
-    from engine.verify import ExecutionCheck, IdentityProof
+    from engine.check.verify import ExecutionCheck, IdentityProof
 
 
 def one_line(text: str, limit: int = 400) -> str:
@@ -159,7 +159,7 @@ def _workload_flags(p) -> None:
 
 def ilp_summary(f: IlpFigures) -> dict:
     """ILP figures (a model) as a JSON-ready dict, labelled as a model."""
-    return {"model": "engine/ilp.py: dependence graph along the executed path, latency table of " + f.arch,
+    return {"model": "engine/model/ilp.py: dependence graph along the executed path, latency table of " + f.arch,
             "arch": f.arch, "path": f.path, "instructions": f.instructions, "critical_path_cycles": f.critical_path,
             "ilp": round(f.ilp, 4), "issue_cycles_per_warp": f.cycles,
             "reference": {"instructions": f.reference_instructions, "critical_path_cycles": f.reference_critical_path,
@@ -169,8 +169,8 @@ def ilp_summary(f: IlpFigures) -> dict:
 
 def analysis_summary(program: Program, arch: str | None = None) -> dict:
     """The figures ``regtune analyze`` prints, as a JSON-ready dict (ILP: a model on ``arch``'s latencies)."""
-    from engine.ilp import program_ilp
-    from engine.liveness import analyze
+    from engine.model.ilp import program_ilp
+    from engine.analysis.liveness import analyze
 
     a = analyze(program)
     g = a.interference
@@ -201,7 +201,7 @@ def _setting(workload: dict, options: dict) -> str:
 
 
 def _default_arch() -> str:
-    from engine.arch import DEFAULT_ARCH
+    from engine.model.arch import DEFAULT_ARCH
 
     return DEFAULT_ARCH
 
@@ -228,7 +228,7 @@ def cmd_analyze(args) -> int:
 def _plan_line(plan) -> str:
     """A plan in one line: allocator, workload, tile and schedule, registers, MAXLIVE (the program's, before
     spill code) and, when spill code changes it, the peak pressure with spill code."""
-    from engine.ilp import plan_ilp
+    from engine.model.ilp import plan_ilp
 
     p = plan.predicted
     peak = p.get("peak_with_spill_code", p["maxlive"])
@@ -242,10 +242,11 @@ def _plan_line(plan) -> str:
 
 
 def cmd_allocate(args) -> int:
-    from engine.allocators import allocate, check_allocator
-    from engine.plan import check_plan, check_writable, write_plan
+    from engine.alloc import allocate, check_allocator
+    from engine.base.files import check_writable
+    from engine.planfile import check_plan, write_plan
     from engine.predict import planned_and_run
-    from engine.verify import ReferenceRuns, verify_execution
+    from engine.check.verify import ReferenceRuns, verify_execution
     from engine.workloads import input_model
 
     check_allocator(args.allocator)
@@ -273,8 +274,8 @@ def execution_summary(check: ExecutionCheck, program: Program) -> str:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.verify import ExecutionCheck
+    >>> from engine.ir.parser import parse
+    >>> from engine.check.verify import ExecutionCheck
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
     >>> execution_summary(ExecutionCheck((0, 1, 2), 3, 3, 3, None), p)
     'the same stores on 3 inputs (3 stores compared, all 3 instructions executed)'
@@ -324,7 +325,7 @@ def claims(admitted) -> list[tuple[str, str]]:
 
 def admit_plan(path: str, check_seconds: float = CHECK_SECONDS):
     """A plan file as ``check``, ``build``, ``budget-sweep`` and ``compare --plan`` all accept it: well formed,
-    every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.plan.load_plan`),
+    every field in range, no register conflict, the spill map and spill code agreeing (:func:`engine.planfile.load_plan`),
     proved by the symbolic checker, proved to be its workload's program and its execution check passed
     (:func:`engine.admit.admit`; the execution check within ``check_seconds``), and a kernel module can be written from it (names and numbers pass codegen's checks); else a one-line
     error: its :class:`engine.admit.Admission`. The execution check draws its inputs from the plan's workload
@@ -393,14 +394,14 @@ def cmd_configs(args) -> int:
 
 
 def cmd_program(args) -> int:
-    from engine.ir import print_program
+    from engine.ir.core import print_program
 
     print(print_program(workload_program(args)[0]), end="")
     return 0
 
 
 def cmd_occupancy(args) -> int:
-    from engine.arch import load_arch, next_register_step, occupancy
+    from engine.model.arch import load_arch, next_register_step, occupancy
 
     arch = load_arch(args.arch)
     occ = occupancy(arch, args.regs, args.threads, args.smem)
@@ -419,8 +420,8 @@ def cmd_occupancy(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from engine.plan import check_writable, write_text_atomic
-    from engine.report import claims_report
+    from engine.base.files import check_writable, write_text_atomic
+    from engine.claims import claims_report
     from gui.cli.progress import CommandProgress
 
     check_writable(args.out, "--out")
@@ -498,7 +499,7 @@ def cmd_example(args) -> int:
     ``--out FILE`` (any folder: the file is read from the installed package, not from a checkout)."""
     from importlib.resources import files
 
-    from engine.plan import check_writable, write_text_atomic
+    from engine.base.files import check_writable, write_text_atomic
 
     if args.name is None:
         for name, (_file, what) in EXAMPLE_PROGRAMS.items():
@@ -546,7 +547,7 @@ def _analyze_flags(p) -> None:
 
 
 def _allocate_flags(p) -> None:
-    from engine.allocators import ALLOCATORS
+    from engine.alloc import ALLOCATORS
 
     _workload_flags(p)
     p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
@@ -558,7 +559,7 @@ def _allocate_flags(p) -> None:
 
 
 def _occupancy_flags(p) -> None:
-    from engine.arch import ARCHS, DEFAULT_ARCH
+    from engine.model.arch import ARCHS, DEFAULT_ARCH
 
     p.add_argument("--arch", default=DEFAULT_ARCH, help=f"one of: {', '.join(ARCHS)} (default {DEFAULT_ARCH})")
     p.add_argument("--regs", type=budget, required=True, help="registers per thread, 1..255")
@@ -574,7 +575,7 @@ CLAIMS = ("'claims': the published claims of the design note this tool started f
 
 
 def _report_flags(p) -> None:
-    from engine.report import ILP_SAMPLE
+    from engine.claims import ILP_SAMPLE
 
     p.description = CLAIMS
     p.add_argument("which", choices=["claims"],

@@ -6,7 +6,7 @@ time left are shown only once items have been done to compute them from,
 measured over the last few items (gui.model.eta), so a slow first item does
 not skew them; a stage whose total is not known yet says so (never "0/0")
 and shows its total as soon as it is known.
-A :class:`Stage` satisfies :class:`engine.jobs.Progress`, so the engine and
+A :class:`Stage` satisfies :class:`engine.base.jobs.Progress`, so the engine and
 kernels pipelines report to it as they report to the window's workers.
 
 Examples
@@ -61,7 +61,7 @@ def _rate(per_second: float) -> str:
 
 
 class Stage:
-    """One stage of a command's work, counted in items (a :class:`engine.jobs.Progress`)."""
+    """One stage of a command's work, counted in items (a :class:`engine.base.jobs.Progress`)."""
 
     def __init__(self, owner: CommandProgress, name: str, total: int):
         self.owner, self.name, self.total = owner, name, total
@@ -142,7 +142,7 @@ class CommandProgress:
 
 
 class Steps:
-    """A :class:`engine.jobs.Progress` for one job of several inside a stage: the job's own steps (named in
+    """A :class:`engine.base.jobs.Progress` for one job of several inside a stage: the job's own steps (named in
     ``names``) count as items of the stage, from ``base`` on."""
 
     def __init__(self, stage: Stage, base: int, label: str, names: tuple[str, ...]):

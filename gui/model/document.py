@@ -1,5 +1,5 @@
 """The window's document, Qt-free: the session, its current plan, the selection, plan-list operations,
-hand edits (through engine.edits) and the current plan's conflicts; every change emits an event.
+hand edits (through engine.alloc.hand) and the current plan's conflicts; every change emits an event.
 
 Invariant: the session changes only through the ``set_*``, ``select*``,
 ``reject`` and ``replace_session`` methods (each undo command's redo/undo is
@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from engine.edits import Assign, EditResult, Move, Spill, Swap, Unspill, apply_edit
+from engine.alloc.hand import Assign, EditResult, Move, Spill, Swap, Unspill, apply_edit
 from engine.predict import predict
-from engine.liveness import analyze
+from engine.analysis.liveness import analyze
 from engine.plan import Plan
-from engine.verify import static_conflicts
+from engine.check.verify import static_conflicts
 from gui.model.events import DocumentEvents
 from gui.model.notifications import notify
 from gui.model.session import ALLOCATOR_ORDER, Session, save_session

@@ -1,11 +1,11 @@
 """The interference view's model, Qt-free: the interference matrix as an image, a value's neighbourhood with
 the edges among its members, and a register's class of values.
 
-Invariant: everything here is read from :class:`engine.interference.Interference`'s ``indptr``/``indices``
+Invariant: everything here is read from :class:`engine.analysis.interference.Interference`'s ``indptr``/``indices``
 arrays with numpy (no graph of the whole program is ever built); the matrix is at most
 :data:`MAX_SIDE` pixels a side whatever the program's size, one pixel per value up to that and one per
 block of values beyond; red cells are exactly the conflicts the caller passes (the plan's own, as
-:func:`engine.verify.static_conflicts` finds them); every array returned is a new one the caller owns.
+:func:`engine.check.verify.static_conflicts` finds them); every array returned is a new one the caller owns.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def value_order(analysis, assignment: dict, by: str = ORDERS[0]) -> np.ndarray:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
     ...                   "  st.global %z, 0, %z\\n  exit\\n"))
     >>> [a.names[v] for v in value_order(a, {"x": [1], "y": [0], "z": [0]})]
@@ -100,7 +100,7 @@ def conflict_pairs(conflicts) -> list[tuple[str, str]]:
 
     Examples
     --------
-    >>> from engine.verify import Conflict
+    >>> from engine.check.verify import Conflict
     >>> conflict_pairs([Conflict(4, "overlap", ("a", "b"), 2, ""), Conflict(-1, "slot", ("c", "d"), None, "")])
     [('a', 'b')]
     """
@@ -154,8 +154,8 @@ def interference_matrix(interference, order: np.ndarray, registers: np.ndarray, 
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
     ...                   "  st.global %z, 0, %z\\n  exit\\n"))
     >>> regs = first_registers(a.names, {"x": [1], "y": [1], "z": [0]})
@@ -236,8 +236,8 @@ def neighbourhood(interference, centre: int, radius: int = 1) -> Neighbourhood:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %w:f32 = mov 3\\n"
     ...                   "  %z:f32 = add %x, %y\\n  st.global %z, 0, %w\\n  exit\\n"))
     >>> h = neighbourhood(a.interference, a.index["x"])
@@ -277,8 +277,8 @@ def neighbours(interference, name: str) -> list[str]:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
     ...                   "  st.global %z, 0, %z\\n  exit\\n"))
     >>> neighbours(a.interference, "x"), neighbours(a.interference, "z")
@@ -306,8 +306,8 @@ def interferences_among(interference, values: np.ndarray) -> int:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  %z:f32 = add %x, %y\\n"
     ...                   "  st.global %z, 0, %z\\n  exit\\n"))
     >>> interferences_among(a.interference, np.array([0, 1])), interferences_among(a.interference, np.array([0, 2]))

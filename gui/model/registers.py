@@ -18,8 +18,8 @@ def free_registers(plan: Plan, analysis, name: str) -> list[tuple[int, ...]]:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
     >>> plan = Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand")
     >>> free_registers(plan, analyze(p), "y")

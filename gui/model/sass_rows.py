@@ -90,8 +90,8 @@ def plan_rows(program, pressure) -> list[PlanRow]:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  exit\\n")
     >>> [(r.text, r.live) for r in plan_rows(p, analyze(p).pressure)]
     [('%x:f32 = mov 1', 1), ('st.global %x, 0, %x', 0), ('exit', 0)]

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import fields
-from engine.allocators import allocate
-from engine.arch import DEFAULT_ARCH
-from engine.errors import RegtuneError
-from engine.jobs import NullProgress, Progress
-from engine.plan import Plan, plan_from_dict, plan_to_dict, read_text, write_text_atomic
-from engine.predict import planned, predict
+from engine.base import fields
+from engine.alloc import allocate
+from engine.model.arch import DEFAULT_ARCH
+from engine.base.errors import RegtuneError
+from engine.base.jobs import NullProgress, Progress
+from engine.base.files import read_text, write_text_atomic
+from engine.plan import Plan
+from engine.planfile import plan_from_dict, plan_to_dict
+from engine.predict import predicted_plan, predict
 from engine.workloads import WORKLOADS, check_workload
 from engine.workloads import build_workload as _build
 
@@ -51,7 +53,7 @@ DEFAULT_OPTIONS = {"arch": DEFAULT_ARCH, "budget": 255, "headroom": 0.25, "sched
 
 def session_options(options, source: str) -> dict:
     """The session's own options (those of :data:`DEFAULT_OPTIONS`), each typed and in range."""
-    from engine.arch import ARCHS
+    from engine.model.arch import ARCHS
     from engine.workloads.gemm import SCHEDULES
     from engine.workloads.mha import STRATEGIES
 
@@ -98,10 +100,10 @@ def allocate_all(workload: dict, options: dict, progress: Progress | None = None
     for n, name in enumerate(ALLOCATOR_ORDER):
         progress.advance(n, len(ALLOCATOR_ORDER))
         if progress.cancelled():
-            from engine.jobs import Cancelled
+            from engine.base.jobs import Cancelled
 
             raise Cancelled("allocation cancelled")
-        plans[name] = planned(allocate(name, program, budget),
+        plans[name] = predicted_plan(allocate(name, program, budget),
                               workload=wl, options={**built, "arch": options.get("arch", DEFAULT_ARCH)})
     progress.advance(len(ALLOCATOR_ORDER), len(ALLOCATOR_ORDER))
     return plans

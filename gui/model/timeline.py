@@ -256,8 +256,8 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:u64 = mov 8\\n  st.global %y, 0, %x\\n  exit\\n")
     >>> d = plan_timeline(Plan(p, {"x": (0,), "y": (2, 3)}, {}, 4, "hand"), analyze(p))
     >>> d.row.tolist(), d.rows_used, d.maxlive, sorted(d.role_bars()), d.peak_label
@@ -283,7 +283,7 @@ def plan_operands(program, names) -> tuple[np.ndarray, np.ndarray]:
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
     >>> [a.tolist() for a in plan_operands(p, ["x", "y"])]
     [[0, 1, 0, 1], [0, 1, 1, 2]]
@@ -321,7 +321,7 @@ def sass_roles(sass, ir_of_row, program) -> list[str]:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %acc_0_0:f32 = mov 1\\n  st.global %acc_0_0, 0, %acc_0_0\\n  exit\\n")
     >>> s = SimpleNamespace(registers=np.array([0, 0, 1]), start=np.array([0, 2, 1]), end=np.array([1, 3, 2]),
     ...                     defined=np.array([True, False, True]))
@@ -410,7 +410,7 @@ def sass_operands(sass) -> tuple[np.ndarray, np.ndarray]:
     return members.astype(np.int64), np.repeat(rows, counts).astype(np.int64)
 
 
-#: the legend's label of the critical-path overlay: a model (engine/ilp.py), not a measurement
+#: the legend's label of the critical-path overlay: a model (engine/model/ilp.py), not a measurement
 CRITICAL_LABEL = "critical path (model)"
 #: the legend's label of the hatched bars: :meth:`TimelineData.conflict_bars`
 CONFLICT_LABEL = "conflict (a register shared while both live)"
@@ -420,12 +420,12 @@ OPERAND_LABEL = "written or read by the marked instruction(s)"
 
 def critical_path_points(plan: Plan, critical) -> tuple[np.ndarray, np.ndarray]:
     """Where the critical-path overlay passes: x (instruction + 0.5) and register row of each instruction of
-    ``critical`` (linear indices of ``plan.program``, from :class:`engine.ilp.IlpFigures`): the first register
+    ``critical`` (linear indices of ``plan.program``, from :class:`engine.model.ilp.IlpFigures`): the first register
     it writes, else the first it reads; an instruction that touches no register is left out.
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n"
     ...           "  exit\\n")
     >>> x, rows = critical_path_points(Plan(p, {"x": (3,), "y": (1,)}, {}, 4, "hand"), (0, 1, 2, 3))

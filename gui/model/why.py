@@ -23,8 +23,8 @@ class Occurrences:
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> a = analyze(parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n"
     ...                   "  st.global %y, 0, %x\\n  exit\\n"))
     >>> occ = Occurrences(a)
@@ -98,8 +98,8 @@ def why_this_many(plan: Plan, analysis, index: int | None = None, occurrences: O
 
     Examples
     --------
-    >>> from engine.ir import parse
-    >>> from engine.liveness import analyze
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
     >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n  st.global %x, 0, %y\\n  exit\\n")
     >>> report = why_this_many(Plan(p, {"x": (0,), "y": (1,)}, {}, 4, "hand"), analyze(p))
     >>> report.index, [(r.name, r.registers, r.defined, r.used) for r in report.rows]

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 
 X11_SOCKET_DIR = "/tmp/.X11-unix"
 X_TCP_PORT = 6000

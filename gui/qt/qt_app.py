@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 from gui.qt.display import check_display
 
 VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4, "diff": 5}
@@ -125,7 +125,7 @@ def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=
         window.wait_for_jobs()
     else:
         window.allocate_now(workload or window.doc.session.workload, options or window.doc.session.options)
-    from engine.jobs import NullProgress
+    from engine.base.jobs import NullProgress
     from gui.qt.qt_main_window import _doctor_job
 
     window.toolchain_label.setText(_doctor_job(NullProgress()))

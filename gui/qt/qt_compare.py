@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.arch import DEFAULT_BUILD_ARCHS
+from engine.model.arch import DEFAULT_BUILD_ARCHS
 from gui.model.sass_rows import sass_rows
 from gui.model.timeline import StallStrip, sass_roles, stall_strip
 from gui.qt.qt_sass import QtSassTable
@@ -37,8 +37,8 @@ from kernels.report import Column, compare_rows
 ARCHS = DEFAULT_BUILD_ARCHS
 
 
-MODEL_NOTE = ("The (model) rows come from engine/ilp.py's dependence-graph model on the plan's arch latencies: "
-              "a model, not a measurement. The model time rows come from engine/timemodel.py (issue cycles, "
+MODEL_NOTE = ("The (model) rows come from engine/model/ilp.py's dependence-graph model on the plan's arch latencies: "
+              "a model, not a measurement. The model time rows come from engine/model/timemodel.py (issue cycles, "
               "occupancy, waves, bytes moved): a model, never a measured time.")
 NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
 
@@ -84,7 +84,7 @@ class QtComparePanel(QWidget):
 
     def show_plans(self, planned: dict, measurements: dict, models: dict | None = None) -> None:
         """``planned``: name -> kernels.measurement.Planned; ``measurements``: name -> Measurement (missing: not
-        built yet); ``models``: name -> engine.ilp.IlpFigures, or why there are none (the two model rows)."""
+        built yet); ``models``: name -> engine.model.ilp.IlpFigures, or why there are none (the two model rows)."""
         names = list(planned)
         columns = [Column(planned[name], measurements.get(name)) for name in names]
         rows = [(label, better, [get(c) for c in columns]) for label, better, get in compare_rows(ARCHS)]
@@ -117,7 +117,7 @@ class QtComparePanel(QWidget):
 
 
 def model_rows(figures: list) -> list[tuple[str, str, list]]:
-    """The compare table's two model rows (engine/ilp.py) over one entry per plan: its IlpFigures, or a
+    """The compare table's two model rows (engine/model/ilp.py) over one entry per plan: its IlpFigures, or a
     string saying why there are none."""
     def cell(f, get):
         return f if isinstance(f, str) else get(f)

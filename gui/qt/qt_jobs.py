@@ -1,6 +1,6 @@
 """Background jobs for the window: plain engine/kernels functions run on a QThreadPool.
 
-Each job gets a progress-and-cancel object (engine.jobs.Progress); results
+Each job gets a progress-and-cancel object (engine.base.jobs.Progress); results
 and errors come back on the GUI thread through Qt signals. Starting a job
 under a key that is still running cancels the old one (its result is
 dropped).
@@ -13,7 +13,7 @@ import traceback
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from engine.jobs import Cancelled
+from engine.base.jobs import Cancelled
 
 
 class _Signals(QObject):
@@ -32,7 +32,7 @@ class QtJob(QRunnable):
         self._cancel = threading.Event()
         self.setAutoDelete(False)
 
-    # engine.jobs.Progress
+    # engine.base.jobs.Progress
     def advance(self, done: int, total: int) -> None:
         if not self.cancelled():         # a cancelled job's window may be gone, and its signals with it
             self.signals.progress.emit(done, total)

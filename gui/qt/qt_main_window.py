@@ -45,11 +45,13 @@ from PySide6.QtWidgets import (
 )
 
 from engine.admit import admit
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
-from engine.edits import Assign, Move, Spill, Unspill
-from engine.errors import RegtuneError
-from engine.ilp import IlpFigures, plan_ilp
-from engine.plan import Plan, write_plan, write_text_atomic
+from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS
+from engine.alloc.hand import Assign, Move, Spill, Unspill
+from engine.base.errors import RegtuneError
+from engine.model.ilp import IlpFigures, plan_ilp
+from engine.base.files import write_text_atomic
+from engine.plan import Plan
+from engine.planfile import write_plan
 from engine.workloads import setting_label, workload_named
 from gui.model import notifications
 from gui.model.diff import plan_lines
@@ -453,7 +455,7 @@ class QtMainWindow(QMainWindow):
         return self.critical_action.isChecked() or self.tabs.currentWidget() is self.compare
 
     def ilp_of(self, name: str, plan: Plan):
-        """The plan's ILP figures (engine/ilp.py, a model), or why there are none; kept while the plan is."""
+        """The plan's ILP figures (engine/model/ilp.py, a model), or why there are none; kept while the plan is."""
         cached = self._ilp_cache.get(name)
         if cached is None or cached[0] is not plan:
             try:

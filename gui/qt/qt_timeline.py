@@ -296,7 +296,7 @@ class QtTimeline(QWidget):
             self.select_item.setOpts(x0=bars.x0, x1=bars.x1, y=bars.y, height=0.95)
 
     def set_critical(self, x, rows) -> None:
-        """Overlay a critical path (engine/ilp.py, a model): points at ``x`` on register ``rows``, joined."""
+        """Overlay a critical path (engine/model/ilp.py, a model): points at ``x`` on register ``rows``, joined."""
         n = len(x)
         y = self.data.y(rows) if self.data is not None and n else np.zeros(0)
         self.critical_item.setData(np.asarray(x, dtype=float) if n else np.zeros(0), np.asarray(y, dtype=float))

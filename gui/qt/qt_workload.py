@@ -16,8 +16,8 @@ from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QDoubleSpinBox, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QVBoxLayout, QWidget)
 
-from engine.arch import ARCHS, DEFAULT_ARCH
-from engine.errors import RegtuneError
+from engine.model.arch import ARCHS, DEFAULT_ARCH
+from engine.base.errors import RegtuneError
 from engine.workloads import (WORKLOADS, all_config_labels, check_workload, config_label,  # noqa: F401 (re-exported)
                               parse_config_label)
 from engine.workloads.gemm import SCHEDULES, Gemm, tiles

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 
 #: the line that starts the embedded part of a harness file
 MARKER = "# -- embedded in the kernel module below this line --"
@@ -125,7 +125,7 @@ def gpu_grid(plan) -> tuple[int, int] | None:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  exit\\n")
     >>> gpu_grid(SimpleNamespace(workload={"kind": "gemm", "m": 8, "n": 8, "k": 8}, program=p,
     ...                          options={"matrices_per_block": 2, "threads_per_block": 128}))
@@ -135,7 +135,7 @@ def gpu_grid(plan) -> tuple[int, int] | None:
 
     import numpy as np
 
-    from engine.structure import loop_trips
+    from engine.ir.cfg import loop_trips
 
     harness = harness_for(plan)
     if harness is None:

@@ -20,7 +20,7 @@ Invariant: the embedded part reads only the kernel module's constants
 reads ``SPILL_INSTRUCTIONS`` too), numpy and its own
 functions; inputs are a pure function of the seed: every array uniform in
 [-1, 1), every other parameter an integer in SIZE_LO..SIZE_HI, the range
-:data:`engine.inputs.GENERIC` gives a program file's size parameters.
+:data:`engine.check.inputs.GENERIC` gives a program file's size parameters.
 
 Examples
 --------
@@ -65,7 +65,7 @@ BLOCKS, ARRAY_ELEMENTS, SIZE_LO, SIZE_HI, SEEDS, SPILL_INSTRUCTIONS = 1, 4096, 1
 def constants(plan, trips: dict) -> dict:
     """The constants a program kernel module holds: grid, array size, the size parameters' range (the program
     workload's input model), seeds, and how many instructions of spill code the plan has."""
-    from engine.inputs import Input
+    from engine.check.inputs import Input
     from engine.workloads import workload_named
     from engine.workloads.program import ProgramFile
     from kernels.codegen import without_spill_code

@@ -3,7 +3,7 @@
 A deterministic sample of the GEMM config space (every N-th of
 :func:`engine.workloads.gemm.gemm_configs`, default tile and schedule),
 each allocated by the best allocator at budget 255 (of
-:data:`engine.report.BEST`, the plan with the fewest spilled values, then
+:data:`engine.claims.BEST`, the plan with the fewest spilled values, then
 the fewest registers, then the first in that list) and built once (real
 NVVM, then ptxas per arch at the plan cap and with no ``-maxrregcount``,
 :mod:`kernels.build`). Prints one line per config and, per arch:
@@ -24,12 +24,12 @@ import argparse
 import statistics
 import time
 
-from engine.allocators import allocate
-from engine.arch import DEFAULT_BUILD_ARCHS, load_arch
-from engine.errors import RegtuneError
+from engine.alloc import allocate
+from engine.model.arch import DEFAULT_BUILD_ARCHS, load_arch
+from engine.base.errors import RegtuneError
 from engine.plan import Plan, registers_used
 from engine.predict import planned_and_run
-from engine.report import BEST
+from engine.claims import BEST
 from engine.workloads.gemm import Gemm, build_gemm, gemm_configs
 from kernels.build import build_plan
 

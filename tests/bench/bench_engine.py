@@ -18,13 +18,13 @@ import gc
 import statistics
 import time
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.interference import build_interference, build_interference_all_pairs
-from engine.ir import parse
-from engine.liveness import analyze
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.interference import build_interference, build_interference_all_pairs
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
 from engine.predict import planned_and_run
-from engine.process import configure_process
-from engine.verify import ReferenceRuns, static_conflicts, verify_execution
+from engine.base.process import configure_process
+from engine.check.verify import ReferenceRuns, static_conflicts, verify_execution
 from tests.bench.programs import loop_shaped, straight_line
 
 PROGRAMS = {"straight-line": straight_line, "loop-shaped": loop_shaped}

@@ -36,9 +36,9 @@ def _drawn(app, window) -> None:
 
 
 def measure(app, workload: dict, options: dict, repeat: int) -> dict:
-    from engine.edits import Assign, Move, apply_edit
-    from engine.liveness import analyze
-    from engine.verify import static_conflicts
+    from engine.alloc.hand import Assign, Move, apply_edit
+    from engine.analysis.liveness import analyze
+    from engine.check.verify import static_conflicts
     from gui.qt.qt_main_window import QtMainWindow
     from gui.model.session import DEFAULT_OPTIONS, allocate_all
 

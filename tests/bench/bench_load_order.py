@@ -36,8 +36,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from engine.allocators import allocate
-from engine.arch import load_arch
+from engine.alloc import allocate
+from engine.model.arch import load_arch
 from engine.plan import Plan, registers_used
 from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm
@@ -107,7 +107,7 @@ def ahead(events, instructions) -> int:
 
     Examples
     --------
-    >>> from engine.ir import parse
+    >>> from engine.ir.parser import parse
     >>> p = parse(".kernel k\\n.block b\\n  %a:u64 = param A\\n  %x:f32 = ld.global %a, 0\\n"
     ...           "  %y:f32 = ld.global %a, 4\\n  %z:f32 = add %x, %y\\n  exit\\n")
     >>> code = p.instructions

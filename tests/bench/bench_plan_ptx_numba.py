@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from engine.allocators import allocate
-from engine.arch import load_arch
+from engine.alloc import allocate
+from engine.model.arch import load_arch
 from engine.plan import Plan, registers_used
 from engine.predict import planned_and_run
-from engine.report import BEST
+from engine.claims import BEST
 from engine.workloads.mha import Mha, build_mha
 from kernels.build import build_plan
 from kernels.plan_ptx import plan_ptx, plan_ptx_figures

@@ -42,7 +42,7 @@ BUDGETS = (255, 32)
 
 def programs() -> dict:
     """Name -> (program, workload dict, options, budgets) of every golden program."""
-    from engine.ir import parse
+    from engine.ir.parser import parse
     from engine.workloads.gemm import Gemm, build_gemm
     from engine.workloads.mha import Mha, build_mha
     from tests.bench.programs import loop_shaped, straight_line
@@ -78,8 +78,8 @@ def _without_executed(data: dict) -> dict:
 def digests(without_executed: bool = False) -> dict:
     """``"program | allocator | budget"`` -> SHA-256 of the plan's JSON text (as ``write_plan`` writes it),
     with the executed spill figures removed first when ``without_executed``."""
-    from engine.allocators import allocate
-    from engine.plan import plan_to_dict
+    from engine.alloc import allocate
+    from engine.planfile import plan_to_dict
     from engine.predict import planned_and_run
 
     out = {}

@@ -1,4 +1,4 @@
-"""Instructions for the parser's rules (engine/ir_rules.py): lines it refuses with their reason, lines it takes.
+"""Instructions for the parser's rules (engine/ir/rules.py): lines it refuses with their reason, lines it takes.
 
 Shared by tests/engine/test_ir.py (parse), tests/kernels/test_codegen.py (a kernel module is written from
 every line taken, and NVVM compiles it) and tests/gui/hostile_cases.py (every command refuses the issue's

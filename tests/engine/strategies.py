@@ -12,7 +12,7 @@ import os
 
 from hypothesis import strategies as st
 
-from engine.ir import parse
+from engine.ir.parser import parse
 
 ALU = ["add", "sub", "mul", "fma", "max", "exp", "rcp", "cvt", "mov", "tex.opaque"]
 

@@ -6,14 +6,15 @@ import pytest
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.predict import planned
-from engine.errors import AllocationError, VerificationError
-from engine.ir import parse
-from engine.liveness import analyze
-from engine.limits import MAX_SPILL_SLOT
-from engine.plan import plan_from_dict, plan_to_dict, registers_used
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc import ALLOCATORS, allocate
+from engine.predict import predicted_plan
+from engine.base.errors import AllocationError, VerificationError
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.base.limits import MAX_SPILL_SLOT
+from engine.plan import registers_used
+from engine.planfile import plan_from_dict, plan_to_dict
+from engine.check.verify import static_conflicts, verify_execution
 from tests.engine.strategies import programs
 
 STRATEGIES = sorted(ALLOCATORS)
@@ -29,7 +30,7 @@ def verify_plan(plan):
 @pytest.mark.parametrize("name", STRATEGIES)
 @given(program=programs(), budget=st.sampled_from(BUDGETS))
 def test_every_allocator_is_correct_on_random_programs(name, program, budget):
-    plan = planned(allocate(name, program, budget))
+    plan = predicted_plan(allocate(name, program, budget))
     note(str(plan.program))
     event("spilled" if plan.spills else "no spill")
     event(f"{len(program.blocks)} blocks" if len(program.blocks) < 4 else "4+ blocks")
@@ -44,7 +45,7 @@ def test_every_allocator_is_correct_on_random_programs(name, program, budget):
 @given(program=programs(mixed=False, control=False, holes=False), budget=st.sampled_from([255, 32, 12]))
 def test_interval_graphs_colour_with_maxlive_registers(name, program, budget):
     maxlive = analyze(program).maxlive
-    plan = planned(allocate(name, program, budget))
+    plan = predicted_plan(allocate(name, program, budget))
     if maxlive <= budget:
         assert plan.spills == {}
         assert plan.predicted["registers"] == maxlive
@@ -58,7 +59,7 @@ def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
 
     @given(programs(mixed=False, control=False, holes=False))
     def sample(program):
-        plan = planned(allocate("dsatur", program))
+        plan = predicted_plan(allocate("dsatur", program))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         counts[plan.predicted["registers"] - analyze(program).maxlive] += 1
 
@@ -72,7 +73,7 @@ def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):
 
 @given(programs(mixed=True))
 def test_naive_never_reuses_a_register_when_everything_fits(program):
-    plan = planned(allocate("naive", program))
+    plan = predicted_plan(allocate("naive", program))
     if not plan.spills:
         regs = [r for v in plan.assignment.values() for r in v]
         assert len(regs) == len(set(regs))
@@ -83,7 +84,7 @@ def test_naive_never_reuses_a_register_when_everything_fits(program):
 def test_spill_loop_ends_with_every_value_in_registers_of_its_width(program, budget):
     # The spill loop must terminate and never leave a value without a register.
     for name in STRATEGIES:
-        plan = planned(allocate(name, program, budget))
+        plan = predicted_plan(allocate(name, program, budget))
         assert all(plan.program.values[n].width == len(r) for n, r in plan.assignment.items())
 
 
@@ -123,7 +124,7 @@ def test_wrong_assignment_is_caught_by_execution_as_well():
 def test_sixty_four_bit_values_get_even_pairs():
     program = parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %p:u64 = param P\n  %d:f64 = cvt %x\n  st.global %p, 0, %d\n  st.global %p, 0, %x\n  exit\n")
     for name in STRATEGIES:
-        plan = planned(allocate(name, program))
+        plan = predicted_plan(allocate(name, program))
         for v in ("p", "d"):
             r = plan.assignment[v]
             assert r[0] % 2 == 0 and r[1] == r[0] + 1

@@ -1,11 +1,11 @@
 """Architecture data, occupancy (hand-worked from cuda_occupancy.h's rules) and bank conflicts."""
 
-from engine.predict import planned
+from engine.predict import predicted_plan
 import pytest
 
-from engine.arch import ARCHS, BankModel, bank_conflicts, load_arch, next_register_step, occupancy
-from engine.errors import RegtuneError
-from engine.ir import parse
+from engine.model.arch import ARCHS, BankModel, bank_conflicts, load_arch, next_register_step, occupancy
+from engine.base.errors import RegtuneError
+from engine.ir.parser import parse
 
 
 def test_every_arch_loads_with_the_register_file_of_all_recent_gpus():
@@ -65,11 +65,11 @@ def test_bank_conflicts_of_an_assignment():
 
 
 def test_plans_predict_bank_conflicts_under_their_arch():
-    from engine.allocators import allocate
+    from engine.alloc import allocate
     from engine.workloads.gemm import Gemm, build_gemm
 
     program, _ = build_gemm(Gemm(4, 4, 4))
-    plan = planned(allocate("dsatur", program))
+    plan = predicted_plan(allocate("dsatur", program))
     expected, _ = bank_conflicts(plan.program, plan.assignment, load_arch("sm_80").bank_model)
     assert plan.predicted["bank_conflicts"] == expected > 0
     assert plan.predicted["bank_model"] == "sm_80: two-banks-two-reads"

@@ -5,18 +5,18 @@ import time
 import pytest
 from hypothesis import given, settings
 
-from engine.bounds import check_program
-from engine.errors import LimitError
-from engine.interference import (
+from engine.analysis.bounds import check_program
+from engine.base.errors import LimitError
+from engine.analysis.interference import (
     build_interference,
     interference_pairs,
     pairs_lower_bound,
 )
-from engine.interp import run
-from engine.ir import parse
-from engine.limits import MAX_INTERFERENCE_EDGES, MAX_NESTING
-from engine.liveness import analyze
-from engine.structure import NestingError, run_bound, structure
+from engine.check.interp import run
+from engine.ir.parser import parse
+from engine.base.limits import MAX_INTERFERENCE_EDGES, MAX_NESTING
+from engine.analysis.liveness import analyze
+from engine.ir.cfg import NestingError, run_bound, structure
 from tests.bench.programs import (
     HUGE_GRAPH,
     long_loop,
@@ -73,7 +73,7 @@ def test_the_pairs_seen_without_liveness_are_exact_in_one_block(program):
 
 
 def test_a_nest_as_deep_as_the_limit_is_structured_and_walked_and_one_deeper_is_refused_in_one_line():
-    from engine.ilp import executed_path
+    from engine.model.ilp import executed_path
 
     deepest = parse(nested_loops(MAX_NESTING, 1))
     assert str(structure(deepest)).count("loop") == MAX_NESTING
@@ -123,9 +123,10 @@ def test_a_loop_whose_trips_are_not_known_up_front_is_left_to_the_step_limit():
 def test_a_plan_with_millions_of_conflicts_is_refused_without_building_them():
     """Every value in R0: the conflicts are counted in arrays and only the first becomes a message (building
     one object a conflict took 20 s and 2.1 GB for 3.5e6 of them; 25 s for these 2.5e6, 0.8 s now)."""
-    from engine.errors import PlanError
-    from engine.ir import parse
-    from engine.plan import Plan, check_plan
+    from engine.base.errors import PlanError
+    from engine.ir.parser import parse
+    from engine.plan import Plan
+    from engine.planfile import check_plan
     from tests.bench.programs import sliding_window
 
     program = parse(sliding_window(3_000, 1_000))          # about 2.5e6 overlapping pairs

@@ -13,12 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.checker import CheckError, check_allocation
-from engine.errors import InterpreterError, VerificationError
-from engine.ir import Block, Imm, Instruction, Program, parse, replace_blocks
-from engine.spill import spill_code_of
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc import ALLOCATORS, allocate
+from engine.check.symbolic import CheckError, check_allocation
+from engine.base.errors import InterpreterError, VerificationError
+from engine.ir.core import Block, Imm, Instruction, Program, replace_blocks
+from engine.ir.parser import parse
+from engine.ir.spill import spill_code_of
+from engine.check.verify import static_conflicts, verify_execution
 from tests.engine.strategies import examples, programs
 
 
@@ -30,7 +31,7 @@ def _report(text: str, assignment: dict, spills: dict | None = None, read=parse)
 def _built(text: str) -> Program:
     """``text`` parsed, then its ``ld.shared`` / ``st.shared`` made ``ld.local`` / ``st.local``: local memory at a
     computed address, or an immediate stored to a slot, which the parser refuses (no kernel can hold them,
-    engine/ir_rules.py) but a program built in code can hold, and the checker must still see."""
+    engine/ir/rules.py) but a program built in code can hold, and the checker must still see."""
     program = parse(text)
     local = {"ld.shared": "ld.local", "st.shared": "st.local"}
     return replace_blocks(program, [Block(b.name, tuple(replace(i, opcode=local.get(i.opcode, i.opcode))
@@ -580,8 +581,8 @@ def test_a_later_definition_whose_spill_store_was_deleted_still_defines_its_valu
     plan. A copy is named for its value, store or not: the slot goes stale and both checks say so."""
     from importlib.resources import files
 
-    from engine.allocators import allocate
-    from engine.errors import VerificationError
+    from engine.alloc import allocate
+    from engine.base.errors import VerificationError
 
     text = (files("resources") / "examples" / "gemm_m1n1k2_loop.txt").read_text()
     a = allocate("naive", parse(text), 6)

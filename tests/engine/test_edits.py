@@ -4,12 +4,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.allocators import allocate
+from engine.alloc import allocate
 from engine.predict import predict
-from engine.edits import Assign, Move, Spill, Swap, Unspill, apply_edit, move_problem
-from engine.ir import parse
-from engine.liveness import analyze
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc.hand import Assign, Move, Spill, Swap, Unspill, apply_edit, move_problem
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.check.verify import static_conflicts, verify_execution
 from tests.engine.strategies import programs
 from tests.engine.test_ir import DESIGN_EXAMPLE
 

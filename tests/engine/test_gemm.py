@@ -4,12 +4,13 @@ import random
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.predict import planned
-from engine.errors import RegtuneError
-from engine.ir import parse, print_program
-from engine.liveness import analyze
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc import ALLOCATORS, allocate
+from engine.predict import predicted_plan
+from engine.base.errors import RegtuneError
+from engine.ir.core import print_program
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.check.verify import static_conflicts, verify_execution
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm, default_tile, gemm_configs, gemm_program, tiles
 
 SAMPLE = random.Random(7).sample(gemm_configs(), 12)
@@ -26,7 +27,7 @@ def test_sampled_configs_parse_back_and_verify_under_every_allocator(w):
     program, options = build_gemm(w)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = planned(allocate(name, program, 255))
+        plan = predicted_plan(allocate(name, program, 255))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0, 1))
 

@@ -10,14 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import allocate
-from engine.dependence import dependence, reordering_problem, widths_of
-from engine.edits import Move, apply_edit, move_problem
-from engine.errors import PlanError, VerificationError
-from engine.ir import Block, Program, parse, replace_blocks
-from engine.plan import plan_from_dict, plan_to_dict
-from engine.spill import remove_spill_code
-from engine.verify import prove_identity, static_conflicts
+from engine.alloc import allocate
+from engine.analysis.dependence import dependence, reordering_problem, widths_of
+from engine.alloc.hand import Move, apply_edit, move_problem
+from engine.base.errors import PlanError, VerificationError
+from engine.ir.core import Block, Program, replace_blocks
+from engine.ir.parser import parse
+from engine.planfile import plan_from_dict, plan_to_dict
+from engine.ir.spill import remove_spill_code
+from engine.check.verify import prove_identity, static_conflicts
 from engine.workloads import build_workload
 from engine.workloads.gemm import Gemm, build_gemm
 
@@ -266,7 +267,7 @@ def test_a_move_that_only_spill_code_allows_is_refused_so_every_legal_edit_still
     """Review of issue 19: with %tk spilled, a reload %tk.rK and the later definition %tk.dK are two names, so
     the moves below kept every dependence of the program with spill code, but not of the program without it
     (one %tk), and the plan they made was refused by check and Open. The window refuses the second move."""
-    from engine.edits import Spill
+    from engine.alloc.hand import Spill
     from engine.workloads import build_workload as build
 
     program, workload, options = build({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 4}, {})

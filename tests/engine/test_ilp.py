@@ -1,4 +1,4 @@
-"""The ILP model (engine/ilp.py): hand-worked programs, monotonic properties, and the latency table's completeness.
+"""The ILP model (engine/model/ilp.py): hand-worked programs, monotonic properties, and the latency table's completeness.
 
 Expected cycles are written in terms of the latency table's own figures
 (``L[...]``), so the hand counts check the model's arithmetic, not the figures.
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.arch import ARCHS, latency_table, load_latencies
-from engine.errors import RegtuneError
-from engine.ilp import (
+from engine.alloc import ALLOCATORS, allocate
+from engine.model.arch import ARCHS, latency_table, load_latencies
+from engine.base.errors import RegtuneError
+from engine.model.ilp import (
     RAW,
     WAR,
     WAW,
@@ -25,7 +25,7 @@ from engine.ilp import (
     program_ilp,
     schedule,
 )
-from engine.ir import parse
+from engine.ir.parser import parse
 from engine.plan import Plan
 from engine.workloads.gemm import SCHEDULES, Gemm, gemm_program
 from engine.workloads.mha import Mha, build_mha

@@ -8,14 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import allocate
-from engine.errors import InterpreterError, TimeLimitError
-from engine.interp import (EXIT, FMA, LOAD, LOCAL_LOAD, LOCAL_STORE, NARROW1, OP, POINTER_LOAD, POINTER_STORE, STORE,
-                           decode, mix, run, run_together)
-from engine.ir import parse, print_program
+from engine.alloc import allocate
+from engine.base.errors import InterpreterError, TimeLimitError
+from engine.check.interp import (
+    EXIT, FMA, LOAD, LOCAL_LOAD, LOCAL_STORE, NARROW1, OP, POINTER_LOAD, POINTER_STORE, STORE, decode, run, run_together,
+)
+from engine.ir.immediates import mix
+from engine.ir.core import print_program
+from engine.ir.parser import parse
 from engine.predict import execution_figures
-from engine.spill import remove_spill_code, spill_code_of
-from engine.verify import deepest_seed
+from engine.ir.spill import remove_spill_code, spill_code_of
+from engine.check.verify import deepest_seed
 from tests.engine.strategies import programs
 
 SEEDS = (0, 1, 2)

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.errors import InterpreterError
-from engine.interp import mix, run
-from engine.interp_reference import STEP_LIMIT, Machine, tag
-from engine.ir import parse
+from engine.alloc import ALLOCATORS, allocate
+from engine.base.errors import InterpreterError
+from engine.check.interp import run
+from engine.ir.immediates import mix
+from engine.check.interp_reference import STEP_LIMIT, Machine, tag
+from engine.ir.parser import parse
 from tests.engine.strategies import examples, programs
 
 
@@ -64,7 +65,7 @@ def test_a_wrong_assignment_runs_alike_in_both(program, seed, data):
 
 
 #: every shape the interpreters give a kind of its own; known opcodes in the one shape the parser takes
-#: (engine.ir_rules), the general forms (an address summed from several operands, a store of two values,
+#: (engine.ir.rules), the general forms (an address summed from several operands, a store of two values,
 #: an operation of five operands) through opaque opcodes of the same base
 EVERY_SHAPE = """.kernel k
 .block entry

@@ -3,8 +3,9 @@
 import pytest
 from hypothesis import given
 
-from engine.errors import ParseError
-from engine.ir import Program, parse, print_program, successors
+from engine.base.errors import ParseError
+from engine.ir.core import Program, print_program, successors
+from engine.ir.parser import parse
 from tests.engine.rule_cases import ACCEPTED_LINES, REFUSED_LINES, RULES_BASE
 from tests.engine.strategies import program_texts
 
@@ -121,7 +122,7 @@ def test_phases_label_instructions_until_changed_and_reset_per_block():
     assert program.blocks[1].instructions[0].phase is None
 
 
-# -- the rules of engine.ir_rules: what no kernel can hold is refused while parsing -------------------------------
+# -- the rules of engine.ir.rules: what no kernel can hold is refused while parsing -------------------------------
 
 @pytest.mark.parametrize("name", sorted(REFUSED_LINES))
 def test_what_no_kernel_can_hold_is_refused_while_parsing_naming_the_line(name):

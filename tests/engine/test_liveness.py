@@ -3,9 +3,9 @@
 import networkx as nx
 from hypothesis import given
 
-from engine.interference import build_interference_all_pairs
-from engine.ir import parse
-from engine.liveness import analyze
+from engine.analysis.interference import build_interference_all_pairs
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
 from tests.engine.strategies import programs
 
 LOOP = """.kernel loop
@@ -150,7 +150,7 @@ def test_nested_loops_add_up_and_live_out_is_kept_per_block():
 
 
 def test_an_empty_program_has_an_empty_analysis():
-    from engine.ir import Program
+    from engine.ir.core import Program
 
     a = analyze(Program("k", ()))
     assert (a.names, a.undefined, a.maxlive, a.segments) == ((), (), 0, {})
@@ -172,7 +172,7 @@ GUARDED_BRANCH = """.kernel k
 
 def test_a_guarded_branch_falls_through_so_what_the_next_block_reads_stays_live_across_it():
     """``@%p br c`` runs block b when %p is false: %x must be live out of block a (it was not, once)."""
-    from engine.checker import check_allocation
+    from engine.check.symbolic import check_allocation
 
     program = parse(GUARDED_BRANCH)
     a = analyze(program)

@@ -2,12 +2,13 @@
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.predict import planned
-from engine.errors import RegtuneError
-from engine.ir import parse, print_program
-from engine.liveness import analyze
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc import ALLOCATORS, allocate
+from engine.predict import predicted_plan
+from engine.base.errors import RegtuneError
+from engine.ir.core import print_program
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.check.verify import static_conflicts, verify_execution
 from engine.workloads.mha import GROUPS, HEAD_DIMS, STRATEGIES, Mha, build_mha, mha_configs, threads_per_row
 
 NOTE_EXAMPLE = Mha(heads=32, batch=64, head_dim=64, groups=4)
@@ -48,7 +49,7 @@ def test_programs_parse_back_and_verify_under_every_allocator(strategies):
     program, _ = build_mha(Mha(16, 1, 32, 2), strategies, bc=4)
     assert parse(print_program(program)) == program
     for name in sorted(ALLOCATORS):
-        plan = planned(allocate(name, program, 64))
+        plan = predicted_plan(allocate(name, program, 64))
         assert static_conflicts(plan.program, plan.assignment, plan.spills, plan.budget) == []
         verify_execution(plan.program, plan.assignment, plan.spills, seeds=(0,))
 

@@ -8,12 +8,14 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.predict import planned, planned_and_run
-from engine.errors import InterpreterError, RegtuneError
-from engine.ir import parse, print_program
-from engine.plan import FORMAT, Plan, load_plan, plan_from_dict, plan_to_dict, write_plan
-from engine.verify import static_conflicts, verify_execution
+from engine.alloc import ALLOCATORS, allocate
+from engine.predict import predicted_plan, planned_and_run
+from engine.base.errors import InterpreterError, RegtuneError
+from engine.ir.core import print_program
+from engine.ir.parser import parse
+from engine.plan import Plan
+from engine.planfile import FORMAT, load_plan, plan_from_dict, plan_to_dict, write_plan
+from engine.check.verify import static_conflicts, verify_execution
 from tests.engine.strategies import examples, programs
 from tests.engine.test_ir import DESIGN_EXAMPLE
 
@@ -187,7 +189,7 @@ def test_fuzzed_program_texts_parse_or_raise_a_regtune_error(program, at, insert
     assert parse(print_program(parsed)) == parsed
     if _undefined(parsed):
         return
-    plan = planned(allocate("linear-scan", parsed, 16))
+    plan = predicted_plan(allocate("linear-scan", parsed, 16))
     try:
         verify_execution(plan.program, plan.assignment, plan.spills, max_steps=20_000)
     except InterpreterError as exc:  # a mutation can make a loop endless: a named error, not a crash
@@ -195,7 +197,7 @@ def test_fuzzed_program_texts_parse_or_raise_a_regtune_error(program, at, insert
 
 
 def _undefined(program):
-    from engine.liveness import analyze
+    from engine.analysis.liveness import analyze
 
     return analyze(program).undefined
 
@@ -206,7 +208,7 @@ def test_plan_is_a_value(plan):
 
 
 def test_written_files_honour_the_umask_and_leave_no_temporary(tmp_path):
-    from engine.plan import TMP_SUFFIX, write_text_atomic
+    from engine.base.files import TMP_SUFFIX, write_text_atomic
 
     path = tmp_path / "plan.json"
     path.write_text("old")
@@ -221,7 +223,7 @@ def test_written_files_honour_the_umask_and_leave_no_temporary(tmp_path):
 
 
 def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
-    from engine.plan import TMP_SUFFIX, write_text_atomic
+    from engine.base.files import TMP_SUFFIX, write_text_atomic
 
     path = tmp_path / "plan.json"
     dead = tmp_path / f".plan.json.{2 ** 22 + 12345}.0badc0de{TMP_SUFFIX}"      # no process has this id
@@ -233,7 +235,7 @@ def test_a_write_that_was_killed_halfway_is_cleaned_up_by_the_next(tmp_path):
 
 
 def test_files_written_together_appear_together_and_leave_no_staging(tmp_path):
-    from engine.plan import write_files_atomic
+    from engine.base.files import write_files_atomic
 
     stale = tmp_path / ".regtune-files.999999999.0000.regtune-tmp"     # a killed writer's (no such process)
     stale.mkdir()
@@ -248,8 +250,8 @@ def test_files_written_together_appear_together_and_leave_no_staging(tmp_path):
 def test_a_failed_rename_takes_back_the_files_already_placed(tmp_path):
     """The last rename fails (its target is a folder that is not empty): the first file, already renamed into
     place, is removed again, so the folder holds none of the write's files and no staging folder."""
-    from engine.errors import WriteError
-    from engine.plan import write_files_atomic
+    from engine.base.errors import WriteError
+    from engine.base.files import write_files_atomic
 
     (tmp_path / "b.txt").mkdir()
     (tmp_path / "b.txt" / "keep").write_text("x")
@@ -265,7 +267,7 @@ def test_a_failed_rename_takes_back_the_files_already_placed(tmp_path):
 @given(programs(), st.sampled_from(sorted(ALLOCATORS)), st.sampled_from([255, 10, 6]))
 def test_the_loader_accepts_every_plan_an_allocator_writes(program, name, budget):
     """``allocate`` and ``check`` accept the same plans: an allocator's plan, spill code included, parses back
-    under the parser's rules (engine.ir_rules) and passes every check of the loader."""
+    under the parser's rules (engine.ir.rules) and passes every check of the loader."""
     plan = allocate(name, program, budget).plan()
     event(f"spilled: {bool(plan.spills)}")
     assert plan_from_dict(plan_to_dict(plan), "allocated.json") == plan

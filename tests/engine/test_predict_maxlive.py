@@ -3,9 +3,9 @@ its own name."""
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.liveness import analyze
-from engine.predict import planned, predict
+from engine.alloc import ALLOCATORS, allocate
+from engine.analysis.liveness import analyze
+from engine.predict import predicted_plan, predict
 from engine.workloads.mha import Mha, build_mha
 
 
@@ -16,7 +16,7 @@ def mha_program():
 
 def test_every_allocator_reports_the_programs_maxlive(mha_program):
     maxlive = analyze(mha_program).maxlive
-    plans = {name: planned(allocate(name, mha_program, 255)) for name in sorted(ALLOCATORS)}
+    plans = {name: predicted_plan(allocate(name, mha_program, 255)) for name in sorted(ALLOCATORS)}
     assert {name: p.predicted["maxlive"] for name, p in plans.items()} == dict.fromkeys(plans, maxlive)
     for p in plans.values():
         assert p.predicted["peak_with_spill_code"] == analyze(p.program).maxlive
@@ -26,5 +26,5 @@ def test_every_allocator_reports_the_programs_maxlive(mha_program):
 
 def test_a_plan_read_back_without_its_allocation_gives_the_same_figures(mha_program):
     a = allocate("naive", mha_program, 255)
-    plan = planned(a)
+    plan = predicted_plan(a)
     assert predict(plan) == plan.predicted

@@ -1,10 +1,10 @@
-"""The claims report's ILP section (engine/report.py over engine/ilp.py): rows and losses from real plans."""
+"""The claims report's ILP section (engine/claims.py over engine/model/ilp.py): rows and losses from real plans."""
 
 import pytest
 
-from engine.allocators import allocate
-from engine.ilp import plan_ilp
-from engine.report import BEST, ilp_drops, ilp_row, ilp_section
+from engine.alloc import allocate
+from engine.model.ilp import plan_ilp
+from engine.claims import BEST, ilp_drops, ilp_row, ilp_section
 from engine.workloads.gemm import Gemm, build_gemm
 
 

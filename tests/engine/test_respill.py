@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.ir import parse, print_program
-from engine.liveness import analyze
-from engine.respill import _Fallback, _Update, analyze_spilled
-from engine.spill import first_free_slot, spill_insertion
+from engine.ir.core import print_program
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.analysis.respill import _Fallback, _Update, analyze_spilled
+from engine.ir.spill import first_free_slot, spill_insertion
 from tests.bench.programs import loop_shaped
 from tests.engine.strategies import programs
 

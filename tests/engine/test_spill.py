@@ -3,8 +3,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.ir import parse, print_program
-from engine.spill import insert_spill_code, remove_spill_code
+from engine.ir.core import print_program
+from engine.ir.parser import parse
+from engine.ir.spill import insert_spill_code, remove_spill_code
 from tests.engine.strategies import programs
 
 BEFORE = """.kernel k
@@ -57,8 +58,8 @@ def test_remove_inverts_insert_for_any_set_of_values(data, program):
 @given(st.data(), programs(), st.sampled_from(["chaitin-briggs", "linear-scan", "naive"]))
 def test_spill_code_recorded_by_insertion_is_what_a_search_finds(data, program, name):
     """The allocation's record (insertions over several rounds, positions carried forward) equals a search."""
-    from engine.allocators import allocate
-    from engine.spill import _find_spill_code, spill_code_of
+    from engine.alloc import allocate
+    from engine.ir.spill import _find_spill_code, spill_code_of
 
     a = allocate(name, program, data.draw(st.sampled_from([10, 16])))
     found = spill_code_of(a.program, a.spills)

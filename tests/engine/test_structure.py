@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import ParseError
-from engine.ir import Block, Imm, parse, replace_blocks
-from engine.structure import (
+from engine.base.errors import ParseError
+from engine.ir.core import Block, Imm, replace_blocks
+from engine.ir.parser import parse
+from engine.ir.cfg import (
     Break,
     Code,
     If,

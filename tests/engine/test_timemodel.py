@@ -1,4 +1,4 @@
-"""The time model (engine/timemodel.py): hand-worked cases, monotonic properties, and the machine's sources.
+"""The time model (engine/model/timemodel.py): hand-worked cases, monotonic properties, and the machine's sources.
 
 The hand counts use the arch files' own machine figures (SMs, clock,
 bandwidth, schedulers), written out in each docstring.
@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.allocators import allocate
-from engine.arch import ARCHS
-from engine.errors import RegtuneError
-from engine.ilp import plan_ilp
-from engine.ir import parse
+from engine.alloc import allocate
+from engine.model.arch import ARCHS
+from engine.base.errors import RegtuneError
+from engine.model.ilp import plan_ilp
+from engine.ir.parser import parse
 from engine.plan import Plan
-from engine.timemodel import MACHINE_FIGURES, load_machine, model_time, thread_traffic
+from engine.model.timemodel import MACHINE_FIGURES, load_machine, model_time, thread_traffic
 from engine.workloads.gemm import Gemm, gemm_program
 
 

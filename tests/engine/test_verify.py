@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.allocators import allocate
-from engine.errors import VerificationError
-from engine.inputs import GENERIC, Input, InputModel
-from engine.interp import run
-from engine.ir import parse
+from engine.alloc import allocate
+from engine.base.errors import VerificationError
+from engine.check.inputs import GENERIC, Input, InputModel
+from engine.check.interp import run
+from engine.ir.parser import parse
 from engine.predict import execution_figures
-from engine.spill import remove_spill_code
-from engine.verify import CANDIDATES, SEEDS, choose_seeds, deepest_seed, static_conflicts, verify_execution
+from engine.ir.spill import remove_spill_code
+from engine.check.verify import CANDIDATES, SEEDS, choose_seeds, deepest_seed, static_conflicts, verify_execution
 from engine.workloads import input_model
 from engine.workloads.gemm import SCHEDULES, Gemm, build_gemm
 from engine.workloads.mha import Mha, build_mha
@@ -141,9 +141,9 @@ def test_executed_spill_figures_come_from_a_run_that_enters_the_body():
 
 
 def test_a_schedule_edit_is_proved_its_workloads_program_and_a_changed_operation_is_not():
-    from engine.edits import Move, apply_edit, move_problem
-    from engine.errors import VerificationError
-    from engine.verify import prove_identity
+    from engine.alloc.hand import Move, apply_edit, move_problem
+    from engine.base.errors import VerificationError
+    from engine.check.verify import prove_identity
 
     w = Gemm(4, 4, 4)
     program, options = build_gemm(w)

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine import fields
-from engine.errors import PlanError, RegtuneError
-from engine.inputs import InputModel
-from engine.ir import Program, parse
+from engine.base import fields
+from engine.base.errors import PlanError, RegtuneError
+from engine.check.inputs import InputModel
+from engine.ir.core import Program
+from engine.ir.parser import parse
 from engine.workloads import (WORKLOADS, Flag, Workload, check_workload, config_label, parse_config_label, register,
                               unregister, workload_named)
 
@@ -181,7 +182,7 @@ def test_a_toy_workload_runs_analyze_allocate_and_check_through_the_registry(dot
 
 
 def test_a_toy_workload_gets_its_harness_in_the_kernel_module_and_is_gone_after(dot, tmp_path, capsys):
-    from engine.plan import load_plan
+    from engine.planfile import load_plan
     from kernels.codegen import kernel_source
 
     plan = load_plan(_allocated(tmp_path, capsys, length=3))
@@ -197,7 +198,7 @@ def test_a_toy_workload_gets_its_harness_in_the_kernel_module_and_is_gone_after(
 
 @pytest.mark.slow
 def test_a_toy_workload_builds_with_nvvm_and_ptxas_and_passes_the_simulator(dot, tmp_path, capsys):
-    from engine.plan import load_plan
+    from engine.planfile import load_plan
     from kernels.build import build_plan
     from kernels.run import simulate
 

@@ -2,14 +2,14 @@
 
 For each config of :data:`CONFIGS` (14 GEMM, 8 MHA), the best allocator's
 plan at budget 255 (fewest spilled values, then fewest registers, then the
-first of :data:`engine.report.BEST`) goes through
+first of :data:`engine.claims.BEST`) goes through
 :func:`kernels.pipeline.measure`: built by NVVM and ptxas, then launched
 on the GPU and timed with CUDA events (:mod:`kernels.worker`: 3 warm-up
 launches, then the median of :data:`REPEATS` timed launches), with
 torch.bmm or cupy.matmul timed beside GEMM where installed. One JSON file
 holds, per config: the measured time, the driver's registers and local
 memory per thread, and the model time on ``--arch`` from the plan's issue
-cycles and from the SASS's (:mod:`engine.timemodel`; a model, never
+cycles and from the SASS's (:mod:`engine.model.timemodel`; a model, never
 mixed with the measured figures). The script prints the Spearman rank
 correlation between model and measured time over the set, the model's
 figure of merit.
@@ -32,11 +32,11 @@ import sys
 
 import numpy as np
 
-from engine.allocators import allocate
-from engine.arch import ARCHS
+from engine.alloc import allocate
+from engine.model.arch import ARCHS
 from engine.plan import Plan, registers_used
-from engine.predict import planned
-from engine.report import BEST
+from engine.predict import predicted_plan
+from engine.claims import BEST
 from engine.workloads import build_workload, parse_config_label
 
 #: the fixed set: GEMM shapes from tiny to the space's largest, and MHA configs across heads, batch, head_dim, groups
@@ -56,7 +56,7 @@ BUDGET = 255
 def best_plan(label: str) -> Plan:
     """The best allocator's plan of the config ``label`` at budget 255 (see the module docstring)."""
     program, workload, options = build_workload(parse_config_label(label), {})
-    plans = [planned(allocate(name, program, BUDGET), workload=workload, options=options) for name in BEST]
+    plans = [predicted_plan(allocate(name, program, BUDGET), workload=workload, options=options) for name in BEST]
     return min(plans, key=lambda p: (len(p.spills), registers_used(p.assignment), BEST.index(p.allocator)))
 
 
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
               f"measured {row['measured_ms']}" + (" ms" if isinstance(row["measured_ms"], float) else ""))
     result = {"arch": args.arch, "model_only": args.model_only, "repeats": REPEATS, "configs": rows,
               "rank_correlation": correlations(rows),
-              "note": "model_time is engine/timemodel.py's model (microseconds); measured_ms is CUDA-event time "
+              "note": "model_time is engine/model/timemodel.py's model (microseconds); measured_ms is CUDA-event time "
                       "on the device (milliseconds, median of the timed launches after 3 warm-ups)"}
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)

@@ -27,8 +27,8 @@ _GOOD: dict = {}
 def good_plan() -> dict:
     """A valid plan's JSON object (built once)."""
     if not _GOOD:
-        from engine.allocators import allocate
-        from engine.plan import plan_to_dict
+        from engine.alloc import allocate
+        from engine.planfile import plan_to_dict
         from engine.workloads.gemm import Gemm, build_gemm
 
         w = Gemm(2, 2, 2)
@@ -102,7 +102,7 @@ CODE_PLANS = {
     "value with a quote": lambda d, m: _program_text(d, "%acc_0_0:f32", "%acc'_0_0:f32"),
 }
 
-# -- instructions no kernel can hold (engine/ir_rules.py): refused while parsing, by every command -------------
+# -- instructions no kernel can hold (engine/ir/rules.py): refused while parsing, by every command -------------
 def in_programs(line: str) -> str:
     """A line of tests/engine/rule_cases.py in the names of the example program and of :func:`good_plan`'s
     (both have %pc and %acc_0_0)."""

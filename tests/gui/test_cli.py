@@ -35,7 +35,7 @@ def test_analyze_json():
     assert data["maxlive"] == max(data["pressure"]) == 8
     assert data["predicates"] == 1 and data["blocks"] == 3
     model = data["ilp_model"]
-    assert model["model"].startswith("engine/ilp.py") and model["arch"] == "sm_80"
+    assert model["model"].startswith("engine/model/ilp.py") and model["arch"] == "sm_80"
     assert model["ilp"] == round(model["instructions"] / model["critical_path_cycles"], 4)
     assert model["reference"]["ilp"] == model["ilp"] and model["false_dependences"] == 0
 
@@ -103,8 +103,8 @@ def test_check_proves_a_plan_first_and_rejects_a_reload_from_the_wrong_slot_that
     assert r.stderr.startswith(f"regtune: error: {out}: instruction ")
     assert "(%acc_0_0.r1:f32 = ld.local 1) uses slot 1, the spill slot of %acc_0_1, but is not %acc_0_1's" in r.stderr
     # and the symbolic checker, on its own, cannot prove it either
-    from engine.checker import check_allocation
-    from engine.plan import plan_from_dict
+    from engine.check.symbolic import check_allocation
+    from engine.planfile import plan_from_dict
 
     plan = plan_from_dict(data, check=False)
     assert any("ld.local 1" in str(e) for e in check_allocation(plan.program, plan.assignment, plan.spills))
@@ -193,7 +193,8 @@ def test_config_counts(space, count):
 
 
 def test_program_prints_ir_that_parses_back():
-    from engine.ir import parse, print_program
+    from engine.ir.core import print_program
+    from engine.ir.parser import parse
 
     r = regtune("program", "gemm", "--m", "4", "--n", "4", "--k", "4", "--tile", "2x2", "--schedule", "dot")
     assert r.returncode == 0, r.stderr

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.limits import MAX_INTERFERENCE_EDGES
-from engine.plan import FORMAT, VERSION
+from engine.base.limits import MAX_INTERFERENCE_EDGES
+from engine.planfile import FORMAT, VERSION
 from tests.bench.programs import HUGE_GRAPH, long_loop, many_loops, sliding_window
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -103,8 +103,8 @@ def test_only_the_integer_1_is_plan_version_1(tmp_path, capsys, version):
 
 
 def test_a_key_twice_in_a_session_file_is_named(tmp_path):
-    from engine.errors import RegtuneError
-    from engine.plan import plan_from_dict
+    from engine.base.errors import RegtuneError
+    from engine.planfile import plan_from_dict
     from gui.model.session import (
         DEFAULT_OPTIONS,
         DEFAULT_WORKLOAD,

@@ -55,7 +55,7 @@ def test_build_prints_the_planned_vs_actual_table(tmp_path, capsys):
     for source in ("plan", "SASS"):
         row = next(line for line in out.splitlines() if line.startswith(f"sm_80 model time (us), {source} issue"))
         assert float(row.split()[-1].rstrip("*")) > 0
-    assert "model time rows: engine/timemodel.py" in out and "never a measured time" in out
+    assert "model time rows: engine/model/timemodel.py" in out and "never a measured time" in out
     report = json.loads(next((tmp_path / "o").glob("*.report.json")).read_text())
     assert report["model_time"]["sm_80"]["sass"]["source"] == "sass" and "measured" not in str(report["model_time"])
     assert "sm_80 ptxas registers, plan cap" in out and "sm_80 ptxas registers, no cap" in out
@@ -127,8 +127,8 @@ def test_fail_on_spill_names_ptxas_own_spills_at_the_cap_on_stderr():
     what --fail-on-spill reports."""
     import dataclasses
 
-    from engine.allocators import allocate
-    from engine.predict import planned
+    from engine.alloc import allocate
+    from engine.predict import predicted_plan
     from engine.workloads.gemm import Gemm, build_gemm
     from gui.cli.kernels import unasked_spills
     from kernels.pipeline import measure
@@ -136,7 +136,7 @@ def test_fail_on_spill_names_ptxas_own_spills_at_the_cap_on_stderr():
     from kernels.toolchain import ptxas
 
     program, options = build_gemm(Gemm(8, 8, 8))
-    plan = planned(allocate("dsatur", program, 255), workload={"kind": "gemm", "m": 8, "n": 8, "k": 8},
+    plan = predicted_plan(allocate("dsatur", program, 255), workload={"kind": "gemm", "m": 8, "n": 8, "k": 8},
                    options=options)
     m = measure(plan, ("sm_80",), skip_simulator="not needed here")
     assert not plan.spills and unasked_spills([("dsatur", m)], ["sm_80"]) == []
@@ -360,8 +360,8 @@ def test_compare_help_the_unknown_metric_error_and_the_readme_list_the_same_metr
 
 def test_build_writes_the_per_instruction_pressure_of_the_plan_and_of_its_sass_as_csv(tmp_path, capsys):
     """Issue 22: the per-instruction pressure (plan and SASS) as CSV from the command line."""
-    from engine.liveness import analyze
-    from engine.plan import load_plan
+    from engine.analysis.liveness import analyze
+    from engine.planfile import load_plan
     from kernels.sass import parse_sass
 
     plan_path = _plan(tmp_path)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 from gui.qt import display
 from gui.qt.display import (NO_DISPLAY, check_display, check_x_server, debian_packages, missing_libraries,
                          missing_libraries_message, x_server_listening)

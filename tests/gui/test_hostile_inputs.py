@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.plan import plan_from_dict
+from engine.planfile import plan_from_dict
 from gui.entry import command as main
 from tests.engine.rule_cases import ISSUE_CASES, REFUSED_LINES
 from tests.gui.hostile_cases import EXAMPLE, all_cases, good_plan, with_line
@@ -140,7 +140,7 @@ def test_ctrl_c_or_sigterm_is_one_line_and_leaves_no_file_and_no_process(tmp_pat
     (lambda d: d["plans"]["naive"].update(allocator='x"""'), "field 'allocator' must be one of"),
 ])
 def test_a_damaged_session_file_is_one_line(tmp_path, mutate, message):
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, Session, load_session, save_session
 
     plan = plan_from_dict(good_plan(), "good")

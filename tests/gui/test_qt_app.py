@@ -13,7 +13,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QImage
 
-from engine.edits import Move, Spill
+from engine.alloc.hand import Move, Spill
 from gui.entry import command
 from gui.model.session import autosave_path
 from gui.qt.qt_app import NOISE, drop_noise

@@ -13,11 +13,11 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.allocators import allocate
-from engine.edits import Assign
-from engine.ir import parse
-from engine.liveness import analyze
-from engine.predict import planned
+from engine.alloc import allocate
+from engine.alloc.hand import Assign
+from engine.ir.parser import parse
+from engine.analysis.liveness import analyze
+from engine.predict import predicted_plan
 from gui.model.graph import (
     CONFLICT,
     first_registers,
@@ -162,7 +162,7 @@ def test_the_view_reads_from_ten_to_ten_thousand_values(qtbot, size):
     else:
         text = straight_line(n=10_600, peak=120, seed=3)
     program = parse(text)
-    plan = planned(allocate("linear-scan", program, 255))
+    plan = predicted_plan(allocate("linear-scan", program, 255))
     a = analyze(plan.program)
     view = QtInterferenceGraph()
     qtbot.addWidget(view)

@@ -11,9 +11,9 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.edits import Move
-from engine.liveness import analyze
-from engine.plan import load_plan, plan_to_dict
+from engine.alloc.hand import Move
+from engine.analysis.liveness import analyze
+from engine.planfile import load_plan, plan_to_dict
 from gui.model.session import autosave_path
 from gui.qt.qt_main_window import QtMainWindow
 from tests.gui.windows import open_window

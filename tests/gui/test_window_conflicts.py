@@ -8,8 +8,8 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
-from engine.edits import Assign
-from engine.liveness import analyze
+from engine.alloc.hand import Assign
+from engine.analysis.liveness import analyze
 from gui.qt.qt_timeline import CONFLICT_COLOUR
 from tests.gui.windows import open_window
 

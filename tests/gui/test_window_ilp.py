@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from engine.ilp import plan_ilp
+from engine.model.ilp import plan_ilp
 from gui.model.timeline import CRITICAL_LABEL, critical_path_points
 from tests.gui.windows import open_window
 

@@ -13,8 +13,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from engine.edits import Move
-from engine.liveness import analyze
+from engine.alloc.hand import Move
+from engine.analysis.liveness import analyze
 from gui.model.timeline import SASS_UNMAPPED, sass_chains
 from gui.qt.qt_compare import QtSassView
 from gui.qt.qt_main_window import QtMainWindow

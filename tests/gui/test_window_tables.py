@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QToolBar
 
-from engine.edits import Move
+from engine.alloc.hand import Move
 from gui.model.registers import natural_key
 from gui.qt.qt_main_window import QtMainWindow
 from tests.gui.windows import open_window

@@ -16,7 +16,7 @@ from PySide6.QtCore import QTimer
 
 def main() -> int:
     os.environ["QT_QPA_PLATFORM"] = "xcb"
-    from engine.errors import RegtuneError
+    from engine.base.errors import RegtuneError
     from gui.qt.display import check_display
 
     try:

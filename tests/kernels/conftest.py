@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.allocators import allocate
+from engine.alloc import allocate
 from engine.predict import planned_and_run
 from engine.workloads.gemm import Gemm, build_gemm
 from engine.workloads.mha import Mha, build_mha

@@ -42,7 +42,7 @@ EXAMPLE = "resources/examples/gemm_m1n1k2_loop.txt"
 
 def programs() -> dict:
     """Name -> (program, workload dict, options, budgets) of every golden program."""
-    from engine.ir import parse
+    from engine.ir.parser import parse
     from engine.workloads.gemm import Gemm, build_gemm
     from engine.workloads.mha import Mha, build_mha
     from tests.bench.programs import loop_shaped, straight_line
@@ -69,7 +69,7 @@ def programs() -> dict:
 
 def digests() -> dict:
     """``"program | allocator | budget | spills"`` -> SHA-256 of the generated kernel module's text."""
-    from engine.allocators import allocate
+    from engine.alloc import allocate
     from engine.predict import planned_and_run
     from kernels.codegen import kernel_source
 

@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from engine.arch import ARCHS, load_arch
-from engine.errors import RegtuneError
+from engine.model.arch import ARCHS, load_arch
+from engine.base.errors import RegtuneError
 from engine.plan import registers_used
 from kernels import toolchain
 from kernels.build import build_plan, compile_ptx, rename_entry

@@ -12,11 +12,13 @@ from importlib.resources import files
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.edits import Move, apply_edit
-from engine.ir import Block, Imm, parse, replace_blocks
-from engine.ir_rules import shape_of
-from engine.plan import Plan, plan_from_dict, plan_to_dict, registers_used
+from engine.alloc import ALLOCATORS, allocate
+from engine.alloc.hand import Move, apply_edit
+from engine.ir.core import Block, Imm, replace_blocks
+from engine.ir.parser import parse
+from engine.ir.rules import shape_of
+from engine.plan import Plan, registers_used
+from engine.planfile import plan_from_dict, plan_to_dict
 from kernels.build import build_plan, compile_ptx
 from kernels.codegen import KernelError, kernel_source
 from kernels.run import simulate
@@ -180,7 +182,7 @@ def test_generated_source_runs_on_its_own_in_the_simulator(tmp_path):
 def test_without_a_gpu_the_module_says_in_one_line_to_use_the_simulator(tmp_path, which):
     """``python kernel.py`` where no CUDA device is (this machine): one line naming NUMBA_ENABLE_CUDASIM, exit 1,
     instead of numba's CudaSupportError traceback; the GEMM and the program-file entry points alike."""
-    from engine.allocators import allocate
+    from engine.alloc import allocate
     from engine.predict import planned_and_run
     from engine.workloads.program import read
 
@@ -386,7 +388,7 @@ def test_every_allocators_plan_of_the_examples_and_workloads_loads_and_gets_a_ke
 def test_a_spilled_f16_pair_is_two_halves_of_its_slot_and_compiles():
     """An allocator spills f16x2 values (MHA's fp16-softmax at budget 40): a pair is two float16 cells, not a tuple
     in a float32 array, which NVVM refused."""
-    from engine.edits import Spill
+    from engine.alloc.hand import Spill
 
     program = parse(".kernel k\n.block entry\n  %pa:u64 = param A\n  %x:f32 = ld.global %pa, 0\n"
                     "  %h:f16x2 = cvt.rn.f16x2.f32 %x, %x\n  %y:f32 = ld.global %pa, 4\n"

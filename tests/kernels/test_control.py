@@ -12,9 +12,9 @@ import dataclasses
 
 import pytest
 
-from engine.arch import load_latencies
-from engine.ir import replace_blocks
-from engine.structure import loop_trips
+from engine.model.arch import load_latencies
+from engine.ir.core import replace_blocks
+from engine.ir.cfg import loop_trips
 from kernels.build import build_plan
 from kernels.control import (
     ControlError,

@@ -6,7 +6,7 @@ from importlib.resources import files
 
 import pytest
 
-from engine.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
+from engine.model.arch import ARCHS, DEFAULT_ARCH, DEFAULT_BUILD_ARCHS, load_arch
 from kernels.measurement import Measurement, ModelTimeFigures, Sweep, Unavailable
 from kernels.pipeline import budget_sweep, measure, sweep_caps
 from kernels.report import NOT_BUILT, Column, compare_rows, planned

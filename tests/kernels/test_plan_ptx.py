@@ -12,9 +12,10 @@ from importlib.resources import files
 
 import pytest
 
-from engine.allocators import ALLOCATORS, allocate
-from engine.interp import run
-from engine.ir import Block, Imm, Instruction, Program, Use, Value, parse
+from engine.alloc import ALLOCATORS, allocate
+from engine.check.interp import run
+from engine.ir.core import Block, Imm, Instruction, Program, Use, Value
+from engine.ir.parser import parse
 from engine.plan import Plan, registers_used
 from engine.workloads.gemm import Gemm, build_gemm, gemm_configs
 from engine.workloads.mha import Mha, build_mha, mha_configs
@@ -233,7 +234,7 @@ INTEGER_OPCODES = {"add": ANY_32, "sub": ANY_32, "mul": ANY_32, "fma": ANY_32, "
 
 
 def interpreted(opcode: str, operands: tuple, type_: str = "i32") -> int:
-    """What engine/interp.py computes: the operands defined by ``mov`` (so they are i32 values, masked to 32
+    """What engine/check/interp.py computes: the operands defined by ``mov`` (so they are i32 values, masked to 32
     bits), the opcode applied, the result stored."""
     defs = [Instruction("mov", (Value(f"x{k}", type_),), (Imm(str(v)),)) for k, v in enumerate(operands)]
     kind = "pred" if opcode.startswith("setp.") else "u64" if opcode == "mul.wide.s32" else type_
@@ -274,7 +275,7 @@ def test_each_integer_opcodes_ptx_computes_what_the_interpreter_computes(opcode)
         assert entry.compute(*operands) == interpreted(opcode, operands), (entry.instruction, operands)
 
 
-@pytest.mark.xfail(strict=True, reason="engine/interp.py reads an i32 value's 32 bits as unsigned where the IR's "
+@pytest.mark.xfail(strict=True, reason="engine/check/interp.py reads an i32 value's 32 bits as unsigned where the IR's "
                                        "max, setp and mul.wide.s32 (and the Numba kernel, and PTX) read them "
                                        "as signed: -1 < 0 is false there")
 @pytest.mark.parametrize("opcode", ["max", "setp.lt", "mul.wide.s32"])
@@ -284,7 +285,7 @@ def test_signed_opcodes_agree_on_negative_values_too(opcode):
     assert PTX_TABLE[key].compute(*operands) == interpreted(opcode, operands)
 
 
-@pytest.mark.xfail(strict=True, reason="engine/interp.py has no min: a known opcode (engine/ir_rules.py, "
+@pytest.mark.xfail(strict=True, reason="engine/check/interp.py has no min: a known opcode (engine/ir/rules.py, "
                                        "kernels/codegen.py) that it computes as an opaque hash of its operands")
 def test_min_computes_what_the_interpreter_computes():
     assert PTX_TABLE[("min", "i32")].compute(3, 5) == interpreted("min", (3, 5))

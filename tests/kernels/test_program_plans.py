@@ -12,10 +12,12 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
-from engine.checker import check_allocation
-from engine.edits import Spill, apply_edit
-from engine.ir import Imm, Instruction, parse, replace_blocks
-from engine.plan import Plan, load_plan
+from engine.check.symbolic import check_allocation
+from engine.alloc.hand import Spill, apply_edit
+from engine.ir.core import Imm, Instruction, replace_blocks
+from engine.ir.parser import parse
+from engine.plan import Plan
+from engine.planfile import load_plan
 from gui.cli.main import main
 from kernels import codegen
 from kernels.codegen import kernel_source, without_spill_code

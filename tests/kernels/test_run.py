@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from engine.allocators import ALLOCATORS
-from engine.jobs import Cancelled
-from engine.edits import Assign, Move, Spill, apply_edit
+from engine.alloc import ALLOCATORS
+from engine.base.jobs import Cancelled
+from engine.alloc.hand import Assign, Move, Spill, apply_edit
 from kernels.measurement import GpuRun, SimulatorCheck, Unavailable
 from kernels.run import run_on_gpu, run_worker, simulate
 from kernels.toolchain import cuda_device
@@ -71,7 +71,7 @@ def test_a_worker_killed_at_its_limit_takes_its_process_group_along(tmp_path):
 
 
 class _CancelWhenRunning:
-    """A real progress object (engine.jobs.Progress) whose job is cancelled once the worker wrote ``pid_file``."""
+    """A real progress object (engine.base.jobs.Progress) whose job is cancelled once the worker wrote ``pid_file``."""
 
     def __init__(self, pid_file):
         self.pid_file, self.at = pid_file, None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.ir import parse
+from engine.ir.parser import parse
 from engine.plan import Plan
 from kernels.build import build_plan, compile_ptx, rename_entry
 from kernels.codegen import kernel_source

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import kernels.toolchain as toolchain
-from engine.errors import RegtuneError
+from engine.base.errors import RegtuneError
 from gui.cli.main import main
 from kernels.build import build_plan
 from kernels.sass import SassError, parse_sass

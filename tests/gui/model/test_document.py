@@ -2,9 +2,9 @@
 
 import pytest
 
-from engine.edits import Assign, Move, Spill
-from engine.plan import plan_to_dict
-from engine.verify import static_conflicts
+from engine.alloc.hand import Assign, Move, Spill
+from engine.planfile import plan_to_dict
+from engine.check.verify import static_conflicts
 from gui.model.document import MEMO_LIMIT, Document
 from gui.model.events import EventEmitter
 

@@ -5,9 +5,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.edits import Assign, apply_edit
-from engine.liveness import analyze
-from engine.verify import static_conflicts
+from engine.alloc.hand import Assign, apply_edit
+from engine.analysis.liveness import analyze
+from engine.check.verify import static_conflicts
 from gui.model.graph import (
     CONFLICT,
     DENSITY,

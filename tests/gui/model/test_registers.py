@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from engine.edits import Assign, apply_edit
-from engine.liveness import analyze
+from engine.alloc.hand import Assign, apply_edit
+from engine.analysis.liveness import analyze
 from gui.model.registers import free_registers, parse_registers, register_text
 
 

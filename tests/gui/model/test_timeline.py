@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from engine.edits import Assign, Spill, apply_edit
-from engine.liveness import analyze
+from engine.alloc.hand import Assign, Spill, apply_edit
+from engine.analysis.liveness import analyze
 from gui.model.timeline import BAR_ROLES, plan_timeline, sass_timeline, stall_strip
 from kernels.control import parse_hex
 from kernels.sass import parse_sass

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.liveness import analyze
+from engine.analysis.liveness import analyze
 from gui.model.why import why_this_many
 
 
@@ -44,8 +44,8 @@ def test_the_caption_names_the_peak_and_the_plans_registers(gemm_plans):
 
 def test_a_plan_with_spill_code_names_its_peak_so_and_never_calls_it_maxlive():
     """Issue 13: MAXLIVE is the program's before spill code; the spilled plan's largest pressure is not."""
-    from engine.allocators import allocate
-    from engine.ir import parse
+    from engine.alloc import allocate
+    from engine.ir.parser import parse
 
     p = parse(".kernel k\n.block b\n  %x:f32 = mov 1\n  %y:f32 = mov 2\n  %w:f32 = mov 3\n"
               "  %z:f32 = add %x, %y\n  %v:f32 = add %z, %w\n  st.global %v, 0, %v\n  exit\n")
