@@ -66,18 +66,99 @@ def _screenshot_workload(args) -> tuple[dict | None, dict | None]:
     return (gemm_config(args.gemm) if args.gemm else None), None
 
 
-def _screenshot(args) -> int:
-    from engine.admit import admit
-    from engine.base.files import check_writable
-    from gui.qt.qt_app import screenshot
+def screenshot_size(text: str) -> tuple[int, int]:
+    """``--size WxH``: two whole numbers of pixels, 320..8192 each.
 
+    Examples
+    --------
+    >>> screenshot_size("1280x800")
+    (1280, 800)
+    """
+    from engine.base.errors import RegtuneError
+
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and 320 <= int(p) <= 8192 for p in parts):
+        raise RegtuneError(f"--size {text}: give WIDTHxHEIGHT in pixels, each 320..8192 (e.g. 1500x950)")
+    return int(parts[0]), int(parts[1])
+
+
+def _screenshot_arch(args, options):
+    """``--arch``: one of the architectures a build measures (the sass view shows those), into the options."""
+    from engine.model.arch import DEFAULT_BUILD_ARCHS
+    from engine.base.errors import RegtuneError
+
+    if args.arch is None:
+        return options
+    if args.arch not in DEFAULT_BUILD_ARCHS:
+        raise RegtuneError(f"--arch {args.arch}: unknown architecture for the window (known: "
+                           f"{', '.join(DEFAULT_BUILD_ARCHS)})")
+    if args.plan:
+        raise RegtuneError("--arch and --plan: a plan file names its own architecture")
+    from engine.workloads import BuildOptions
+
+    return (options or BuildOptions()).with_(arch=args.arch)
+
+
+def _screenshot_outs(args) -> list[tuple[str, str]]:
+    """(view, PNG path) of each picture to write, every path tried before any work."""
+    from engine.base.files import check_writable
+    from gui.cli.kernels import _out_dir
+
+    if args.out is not None:
+        check_writable(args.out, "--out")
+        return [(args.view, args.out)]
+    folder = _out_dir(args.out_dir)
+    views = ["all", "timeline", "graph", "compare", "sass", "sweep", "diff"] if args.view == "all" else [args.view]
+    outs = [(v, str(folder / f"{'window' if v == 'all' else v}.png")) for v in views]
+    for _v, path in outs:
+        check_writable(path, "--out-dir")
+    return outs
+
+
+def _check_select(args, workload: dict | None, options) -> None:
+    """``--select``: a value of the program shown (or one spill code makes of it), checked on the program alone,
+    before any plan is made (the plans' own spill names are checked again when they exist)."""
+    if args.select is None:
+        return
+    from engine.base.errors import RegtuneError
+    from engine.workloads import config_label
+    from engine.workloads.roles import base_name
+    from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, build_workload
+
+    name = args.select[1:] if args.select.startswith("%") else args.select
+    if args.plan:
+        from engine.planfile import load_plan
+
+        program, label = load_plan(args.plan).program, args.plan
+    else:
+        workload = workload or DEFAULT_WORKLOAD
+        program = build_workload(workload, options or DEFAULT_OPTIONS)[0]
+        label = f"the {config_label(workload)} program"
+    if base_name(name) not in program.values:
+        raise RegtuneError(f"--select {args.select}: {label} has no value %{base_name(name)}")
+
+
+def _screenshot(args) -> int:
+    """Every flag checked before Qt is imported (no window, no plan, until all of them hold)."""
+    from engine.admit import admit
+
+    size = screenshot_size(args.size)
+    if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "diff", "all"):
+        from engine.base.errors import RegtuneError
+
+        raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, diff, all)")
     workload, options = _screenshot_workload(args)
-    check_writable(args.out, "--out")
+    options = _screenshot_arch(args, options)
+    outs = _screenshot_outs(args)
     if args.plan:
         admit(args.plan)   # a bad plan is one line here, before the window is made
-    print(screenshot(args.out, args.plan, args.view, workload=workload, options=options, build=args.build,
-                     current=args.current, select=args.select, register=args.register,
-                     instruction=args.instruction))
+    _check_select(args, workload, options)
+    from gui.qt.qt_app import screenshot
+
+    for path in screenshot(outs, args.plan, workload=workload, options=options, build=args.build,
+                           current=args.current, select=args.select, register=args.register,
+                           instruction=args.instruction, size=size):
+        print(path)
     return 0
 
 

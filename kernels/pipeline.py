@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
 from engine.base.errors import RegtuneError
@@ -208,15 +208,18 @@ def budget_sweep(plan: Plan, arch: str = DEFAULT_ARCH, start: int = 24, stop: in
     progress = progress or NullProgress()
     a = load_arch(arch)
     caps = [check_register_cap(a, cap) for cap in sweep_caps(start, stop)]
-    _stage(progress, 0, len(caps) + 1, "budget sweep")
+    _stage(progress, 0, len(caps) + 2, "budget sweep")
     source = kernel_source(plan)
     ptx = rename_entry(compile_ptx(source, a.compute_capability, limits), source.entry)
-    _stage(progress, 1, len(caps) + 1, "budget sweep")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = list(pool.map(lambda cap: ptxas(ptx, a.name, cap)[0], [*caps, None]))
+    _stage(progress, 1, len(caps) + 2, "budget sweep")
+    with ThreadPoolExecutor(max_workers=2) as pool:       # one step of progress per ptxas run, as each ends
+        futures = [pool.submit(lambda cap=cap: ptxas(ptx, a.name, cap)[0]) for cap in [*caps, None]]
+        for n, _ in enumerate(as_completed(futures)):
+            _stage(progress, min(n + 2, len(caps) + 1), len(caps) + 2, "budget sweep")
+        reports = [f.result() for f in futures]
     threads = threads_per_block(plan)
     rows = [_sweep_row(a, r, threads) for r in reports]
-    progress.advance(len(caps) + 1, len(caps) + 1)
+    progress.advance(len(caps) + 2, len(caps) + 2)
     return Sweep(a.name, threads, tuple(rows[:-1]), source.registers, rows[-1])
 
 

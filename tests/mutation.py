@@ -12,7 +12,9 @@ Run: ``python -m tests.mutation [--max-children N] [--report-only] [--retest-sur
 mutant names, e.g. ``'engine.check.symbolic.*'``, to test some modules first); exits 1
 below the target of 90 % of the non-equivalent mutants killed. Mutants and
 their results are kept in ``mutants/`` (ignored by git), so a second run
-only tests what changed.
+only tests what changed. ``--report-only`` with no earlier run (no
+``mutants/``, as in a fresh clone) says so and exits 2, as does a report
+in which no mutant has been tested yet: there is no rate to compare.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 TARGET = 0.90
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 EQUIVALENT_FILE = Path(__file__).with_name("mutation_equivalent.txt")
+#: where mutmut keeps the mutants and their results (relative to the folder it runs in: the repository root)
+MUTANTS = Path("mutants")
 
 
 def equivalent_mutants(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
@@ -70,8 +74,9 @@ def results(mutmut: list[str]) -> dict[str, str]:
     return out
 
 
-def report(statuses: dict[str, str], equivalent: dict[str, str]) -> float:
-    """Print counts per module, the kill rate over non-equivalent mutants and every survivor; the rate."""
+def report(statuses: dict[str, str], equivalent: dict[str, str]) -> float | None:
+    """Print counts per module, the kill rate over non-equivalent mutants and every survivor; the rate (None:
+    no mutant tested, no rate)."""
     per_module = collections.defaultdict(collections.Counter)
     for name, status in statuses.items():
         module = name.split(".x")[0] if ".x" in name else name.rsplit(".", 1)[0]
@@ -83,7 +88,10 @@ def report(statuses: dict[str, str], equivalent: dict[str, str]) -> float:
               f"{counts['equivalent']:4d} equivalent {counts['not run']:4d} not run yet")
     killed = sum(c["killed"] for c in per_module.values())
     counted = killed + sum(c["survived"] for c in per_module.values())
-    rate = killed / counted if counted else 0.0
+    if not counted:
+        print("kill rate: no mutant has been tested yet (none killed, none survived): no rate to report")
+        return None
+    rate = killed / counted
     print(f"kill rate: {killed}/{counted} non-equivalent mutants = {100 * rate:.1f}% (target {100 * TARGET:.0f}%)")
     for name, status in sorted(statuses.items()):
         if status not in KILLED and name not in equivalent and status != "not checked":
@@ -102,10 +110,17 @@ def main(argv=None) -> int:
     mutmut = [sys.executable, "-m", "mutmut"]
     if args.retest_survivors:
         print(f"{forget_survivors(args.patterns)} surviving mutants to test again")
+    if args.report_only and not MUTANTS.is_dir():
+        print(f"tests.mutation: no earlier run to report: {MUTANTS.resolve()} does not exist (run "
+              "'python -m tests.mutation' from the repository root first; it keeps its results there)",
+              file=sys.stderr)
+        return 2
     if not args.report_only:
         env = {**os.environ, "REGTUNE_MUTATION": "1"}
         subprocess.run(mutmut + ["run", "--max-children", str(args.max_children), *args.patterns], check=False, env=env)
     rate = report(results(mutmut), equivalent_mutants())
+    if rate is None:
+        return 2
     return 0 if rate >= TARGET else 1
 
 

@@ -44,6 +44,7 @@ METRIC_OF = {
     "simulator check": "simulator", "GPU time (ms)": "gpu", "GPU registers / local B (driver)": "gpu",
     "ILP (model)": "ilp", "cycles/warp (model)": "cycles",
     "model time (us), plan issue cycles": "model-time", "model time (us), SASS issue cycles": "model-time",
+    "SASS issue cycles/warp (model)": "cycles",
     # ptxas at the two caps of a build (kernels/build.py): the plan's register count, and no -maxrregcount
     "ptxas flags, plan cap": "flags", "ptxas flags, no cap": "flags",
     "ptxas registers, plan cap": "registers", "ptxas registers, no cap": "registers",
@@ -54,6 +55,10 @@ METRIC_OF = {
     "plan PTX registers, plan cap": "registers", "plan PTX registers, no cap": "registers",
     "plan PTX spill bytes, plan cap": "spills", "plan PTX SASS MAXLIVE": "sass",
 }
+#: every metric ``--metrics`` takes, in the rows' order: ``compare --help``, the unknown-metric error and the README
+#: list exactly these (a test builds the rows and checks)
+METRICS = ("registers", "maxlive", "spills", "banks", "occupancy", "flags", "sass", "cycles", "model-time",
+           "simulator", "gpu", "ilp")
 #: the line under a table with plan-PTX rows: which realisation each ptxas row is of
 REALISATIONS = ("ptxas and SASS rows are the Numba kernel's (exported, simulated, launched); "
                 "'plan PTX' rows are ptxas on the plan's own PTX")
@@ -105,10 +110,9 @@ class Comparison:
         """The rows of ``metrics`` (None: all), in the model's order; an unknown metric is a one-line error."""
         if metrics is None:
             return self
-        known = list(dict.fromkeys(r.metric for r in self.rows))
-        unknown = [m for m in metrics if m not in known]
+        unknown = [m for m in metrics if m not in METRICS]
         if unknown:
-            raise RegtuneError(f"--metrics: unknown metric {unknown[0]!r} (known: {', '.join(known)})")
+            raise RegtuneError(f"--metrics: unknown metric {unknown[0]!r} (known: {', '.join(METRICS)})")
         return Comparison(self.plans, tuple(r for r in self.rows if r.metric in metrics))
 
 

@@ -158,8 +158,14 @@ def cmd_build(args) -> int:
                       facts=facts)
     report = m.to_dict()
     names = [f"{stem}.py", f"{stem}.ptx", *(f"{stem}.{arch}.sass" for arch in m.listings.sass), f"{stem}.report.json"]
-    write_files_atomic(out, dict(zip(names, [m.listings.source, m.listings.ptx, *m.listings.sass.values(),
-                                             json.dumps(report, indent=1) + "\n"])))   # all of them or none
+    texts = [m.listings.source, m.listings.ptx, *m.listings.sass.values(), json.dumps(report, indent=1) + "\n"]
+    if args.pressure_csv:
+        from engine.analysis.liveness import analyze
+        from gui.model.sass_rows import plan_pressure_csv
+
+        names.append(f"{stem}.pressure.csv")
+        texts.append(plan_pressure_csv(plan, analyze(plan.program).pressure, m))
+    write_files_atomic(out, dict(zip(names, texts)))   # all of them or none
     if args.json:
         print(json.dumps(report, indent=1))
         return _failed_checks([(stem, m)], args)
@@ -302,7 +308,7 @@ def cmd_budget_sweep(args) -> int:
     except RegtuneError as e:
         raise RegtuneError(f"--from {args.start}: {e}") from None
     plan = admit_plan(args.plan, args.time_limit).plan
-    total = len(sweep_caps(args.start, args.stop)) + 1
+    total = len(sweep_caps(args.start, args.stop)) + 2     # NVVM, then ptxas at each cap and with no cap
     with CommandProgress("budget-sweep") as progress:
         steps = Steps(progress.stage("NVVM compile", total), 0, f"{arch.name}",
                       ("NVVM compile", *(["ptxas at each cap"] * (total - 1))))
@@ -352,9 +358,9 @@ def _limit_flags(p, simulator: bool = True) -> None:
 
 def _metrics() -> list[str]:
     """The metrics the help names (without importing the kernels package; the rows themselves decide)."""
-    from gui.cli.compare_output import METRIC_OF
+    from gui.cli.compare_output import METRICS
 
-    return list(dict.fromkeys(METRIC_OF.values()))
+    return list(METRICS)
 
 
 def add_kernel_commands(sub, workload_flags) -> None:
@@ -381,6 +387,9 @@ def _build_flags(p) -> None:
     p.add_argument("--spills", default="plan", choices=["plan", "compiler"],
                    help="keep the plan's spill code in the kernel (plan) or leave spilling to ptxas (compiler)")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator check")
+    p.add_argument("--pressure-csv", action="store_true",
+                   help="also write ALLOCATOR-PLANFILE.pressure.csv: the registers live at each plan instruction and "
+                        "at each SASS instruction of each arch (with its encoded stalls and plan instruction)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _limit_flags(p)
     p.set_defaults(func=cmd_build)

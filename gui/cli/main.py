@@ -352,6 +352,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the example programs shipped as package data (resources/examples): name -> file, what it is
+EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", "GEMM 1x1x2 and a counted loop of four more fma's (a "
+                                                           "branch, a loop-carried accumulator)"),
+                    "gemm": ("gemm_m1n1k2.txt", "GEMM 1x1x2, straight-line: four loads, a mul, an fma, a store")}
+
+
+def cmd_example(args) -> int:
+    """``regtune example``: the examples' names; ``regtune example NAME``: its IR text on stdout, or in
+    ``--out FILE`` (any folder: the file is read from the installed package, not from a checkout)."""
+    from importlib.resources import files
+
+    from engine.base.files import check_writable, write_text_atomic
+
+    if args.name is None:
+        for name, (_file, what) in EXAMPLE_PROGRAMS.items():
+            print(f"{name:10s} {what}")
+        return 0
+    if args.name not in EXAMPLE_PROGRAMS:
+        raise RegtuneError(f"example {args.name!r}: no such example (the examples: {', '.join(EXAMPLE_PROGRAMS)})")
+    if args.out:
+        check_writable(args.out, "--out")
+    text = (files("resources") / "examples" / EXAMPLE_PROGRAMS[args.name][0]).read_text()
+    if args.out:
+        write_text_atomic(args.out, text)
+        print(f"wrote {args.name} to {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _example_flags(p) -> None:
+    p.add_argument("name", nargs="?", help="an example's name (none: list them)")
+    p.add_argument("--out", help="write it to this file instead of printing it")
+    p.set_defaults(func=cmd_example)
+
+
 def _configs_flags(p, spaces: list) -> None:
     p.add_argument("space", choices=spaces)
     p.add_argument("--count", action="store_true", help="print only the number of configs")
@@ -435,7 +471,7 @@ def _screenshot_flags(p) -> None:
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     _screenshot_mha_flags(p)
-    p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep or all (default)")
+    p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep, diff or all (default)")
     p.add_argument("--plan-name", dest="current", metavar="NAME",
                    help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
                         "(default: the best verified plan, the one the window opens on)")
@@ -444,7 +480,12 @@ def _screenshot_flags(p) -> None:
     p.add_argument("--instruction", type=int, metavar="N",
                    help="select the plan's instruction N (the sass view marks the SASS instructions it became)")
     p.add_argument("--build", action="store_true", help="Build & measure first (compare and sass views)")
-    p.add_argument("--out", required=True, help="PNG file to write")
+    p.add_argument("--size", default="1500x950", metavar="WxH", help="the window's size (default 1500x950)")
+    p.add_argument("--arch", help="the session's architecture (sm_80 or sm_90), the one the sass view shows")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", help="PNG file to write")
+    out.add_argument("--out-dir", metavar="DIR",
+                     help="write every view instead: DIR/window.png and DIR/VIEW.png for each of --view's views")
     p.set_defaults(func=_window("screenshot"))
 
 
@@ -454,10 +495,11 @@ EXAMPLES = {
     "program": ["regtune program gemm --m 8 --n 8 --k 8 --schedule k-outer",
                 "regtune program gemm --m 16 --n 16 --k 16 --tile fit --budget 64"],
     "analyze": ["regtune analyze mha --heads 32 --batch 64 --head-dim 64 --groups 4 --strategies fp16-softmax",
-                "regtune analyze resources/examples/gemm_m1n1k2_loop.txt --json"],
+                "regtune example gemm-loop --out loop.txt && regtune analyze loop.txt --json"],
     "allocate": ["regtune allocate gemm --m 8 --n 8 --k 8 --allocator dsatur --out plan.json",
-                 "regtune allocate resources/examples/gemm_m1n1k2_loop.txt --allocator naive --budget 6 --out p.json"],
+                 "regtune allocate loop.txt --allocator naive --budget 6 --out p.json   # loop.txt: regtune example"],
     "occupancy": ["regtune occupancy --arch sm_80 --regs 130 --threads 256"],
+    "example": ["regtune example", "regtune example gemm-loop --out loop.txt"],
     "report": ["regtune report claims --sample 8 --out claims-report.md"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
     "doctor": ["regtune doctor", "regtune doctor --json"],

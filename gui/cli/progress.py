@@ -2,7 +2,10 @@
 
 Invariant: nothing here writes to stdout, so a command's output stays what
 a tool reads; every line or bar names the stage it counts, and a rate and a
-time left are shown only once items have been done to compute them from.
+time left are shown only once items have been done to compute them from,
+measured over the last few items (gui.model.eta), so a slow first item does
+not skew them; a stage whose total is not known yet says so (never "0/0")
+and shows its total as soon as it is known.
 A :class:`Stage` satisfies :class:`engine.base.jobs.Progress`, so the engine and
 kernels pipelines report to it as they report to the window's workers.
 
@@ -35,6 +38,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from gui.model.eta import MovingRate
+
 
 class _RateColumn(ProgressColumn):
     """Items per second, once rich has measured a speed."""
@@ -61,9 +66,12 @@ class Stage:
     def __init__(self, owner: CommandProgress, name: str, total: int):
         self.owner, self.name, self.total = owner, name, total
         self.done, self.started = 0, time.monotonic()
+        self.rate = MovingRate()
+        self.rate.report(0, self.started)
 
     def advance(self, done: int, total: int) -> None:
         self.done, self.total = done, total
+        self.rate.report(done, time.monotonic())
         self.owner.show(self)
 
     def cancelled(self) -> bool:
@@ -75,12 +83,15 @@ class Stage:
         self.owner.show(self, force=True)
 
     def left(self) -> str:
-        """Rate and time left in words, from the items done so far ('' before the first)."""
-        elapsed = time.monotonic() - self.started
-        if not self.done or elapsed <= 0:
+        """Rate and time left in words, from the last few items (gui.model.eta; '' before there is a rate)."""
+        rate = self.rate.per_second()
+        if not self.done or rate is None or not self.total:
             return ""
-        rate = self.done / elapsed
         return f" ({_rate(rate)}, about {max(self.total - self.done, 0) / rate:.0f} s left)"
+
+    def count(self) -> str:
+        """'done/total', or, while the total is not known, how many are done so far."""
+        return f"{self.done}/{self.total}" if self.total else f"{self.done} done (total not known yet)"
 
 
 class CommandProgress:
@@ -111,20 +122,22 @@ class CommandProgress:
         """A new stage of ``total`` items, shown at once."""
         stage = Stage(self, name, total)
         if self.bar is not None:
-            self.tasks[id(stage)] = self.bar.add_task(name, total=total)
+            self.tasks[id(stage)] = self.bar.add_task(name, total=total or None)    # None: rich pulses
         self.show(stage, force=True)
         return stage
 
     def show(self, stage: Stage, force: bool = False) -> None:
         if self.bar is not None:
-            self.bar.update(self.tasks[id(stage)], description=stage.name, completed=stage.done, total=stage.total)
+            self.bar.update(self.tasks[id(stage)], description=stage.name, completed=stage.done,
+                            total=stage.total or None)
             return
         now = time.monotonic()
-        last_time, last_name, last_done = self.last.get(id(stage), (0.0, None, 0))
-        if (force or stage.name != last_name or stage.done >= stage.total or now - last_time >= self.interval
+        last_time, last_name, last_done, last_total = self.last.get(id(stage), (0.0, None, 0, 0))
+        if (force or stage.name != last_name or (stage.total and stage.done >= stage.total)
+                or stage.total != last_total or now - last_time >= self.interval
                 or stage.done - last_done >= self.every):
-            self.last[id(stage)] = (now, stage.name, stage.done)
-            print(f"regtune {self.command}: {stage.name}: {stage.done}/{stage.total}{stage.left()}",
+            self.last[id(stage)] = (now, stage.name, stage.done, stage.total)
+            print(f"regtune {self.command}: {stage.name}: {stage.count()}{stage.left()}",
                   file=self.stream, flush=True)
 
 

@@ -337,3 +337,78 @@ def edges_to_draw(h: Neighbourhood, limit: int = EDGE_LIMIT) -> np.ndarray:
     if len(h.edges) <= limit:
         return h.edges
     return h.edges[(h.edges == 0).any(axis=1)]
+
+
+#: above this many neighbours the neighbourhood pane groups them (a fan of hundreds of lines says nothing)
+GROUP_LIMIT = 100
+#: how the neighbourhood pane may group the neighbours: "auto" groups by role above :data:`GROUP_LIMIT`
+GROUPINGS = ("auto", "none", "register", "role")
+
+
+@dataclass(frozen=True)
+class NeighbourGroup:
+    """Neighbours of one register or one role: ``members`` are value indices (of the analysis)."""
+
+    label: str
+    members: np.ndarray
+
+
+def grouping_of(by: str, neighbours: int) -> str:
+    """The grouping in force: ``by``, or for "auto" "role" above :data:`GROUP_LIMIT` neighbours, else "none".
+
+    Examples
+    --------
+    >>> grouping_of("auto", 120), grouping_of("auto", 12), grouping_of("register", 12)
+    ('role', 'none', 'register')
+    """
+    if by == "auto":
+        return "role" if neighbours > GROUP_LIMIT else "none"
+    return by
+
+
+def group_neighbours(nodes: np.ndarray, registers: np.ndarray, roles, by: str) -> list[NeighbourGroup]:
+    """The neighbours ``nodes[1:]`` (``nodes[0]`` is the centre) grouped by first register or by role, groups in
+    register order or in the order roles are listed (``roles``: the role of each value); [] for "none".
+
+    Examples
+    --------
+    >>> nodes, regs = np.array([0, 1, 2, 3]), np.array([0, 4, 2, 4])
+    >>> roles = ["accumulator", "A fragment", "accumulator", "A fragment"]
+    >>> [(g.label, g.members.tolist()) for g in group_neighbours(nodes, regs, roles, "register")]
+    [('R2', [2]), ('R4', [1, 3])]
+    >>> [(g.label, g.members.tolist()) for g in group_neighbours(nodes, regs, roles, "role")]
+    [('A fragment', [1, 3]), ('accumulator', [2])]
+    """
+    others = np.asarray(nodes[1:], dtype=np.int64)
+    if by == "register":
+        keys = registers[others]
+        return [NeighbourGroup(f"R{k}" if k >= 0 else "no register", others[keys == k]) for k in np.unique(keys)]
+    if by == "role":
+        names = [roles[v] for v in others.tolist()]
+        order = list(dict.fromkeys(sorted(names, key=_role_rank)))
+        return [NeighbourGroup(r, others[np.array([n == r for n in names], dtype=bool)]) for r in order]
+    return []
+
+
+def _role_rank(role: str) -> tuple:
+    from engine.workloads.roles import ROLES
+
+    return (ROLES.index(role) if role in ROLES else len(ROLES), role)
+
+
+def restrict(h: Neighbourhood, keep: np.ndarray) -> Neighbourhood:
+    """The neighbourhood ``h`` on its centre and the values ``keep`` only (the edges among them kept).
+
+    Examples
+    --------
+    >>> h = Neighbourhood(5, 1, np.array([5, 7, 9]), np.array([[0, 1], [0, 2], [1, 2]]))
+    >>> r = restrict(h, np.array([9]))
+    >>> r.nodes.tolist(), r.edges.tolist()
+    ([5, 9], [[0, 1]])
+    """
+    inside = np.zeros(len(h.nodes), dtype=bool)
+    inside[0] = True
+    inside |= np.isin(h.nodes, keep)
+    local = np.cumsum(inside) - 1
+    edges = h.edges[inside[h.edges[:, 0]] & inside[h.edges[:, 1]]] if len(h.edges) else h.edges
+    return Neighbourhood(h.centre, h.radius, h.nodes[inside], local[edges].reshape(-1, 2))

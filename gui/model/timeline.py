@@ -22,7 +22,9 @@ from engine.workloads.roles import ROLES, role_of
 from gui.model.why import Occurrences
 
 #: the roles in drawing (and legend) order
-BAR_ROLES = (*ROLES, "SASS live range", "spill slot")
+#: a SASS live range whose value the line map cannot tie to a plan value: drawn grey
+SASS_UNMAPPED = "SASS, no plan value"
+BAR_ROLES = (*ROLES, SASS_UNMAPPED, "spill slot")
 
 
 @dataclass(frozen=True)
@@ -310,22 +312,58 @@ def _plan_describer(plan: Plan, analysis):
     return describe
 
 
-def sass_timeline(sass) -> TimelineData:
+def sass_roles(sass, ir_of_row, program) -> list[str]:
+    """The role of each SASS live range: that of the plan value the instruction that starts its value wrote,
+    where the line map ties that SASS instruction to a plan instruction that writes a value
+    (``ir_of_row``: :attr:`kernels.sass_lines.SassIrMap.ir`); :data:`SASS_UNMAPPED` otherwise (no map, a
+    row of numba's own code, a plan instruction that writes nothing, a register live on entry).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %acc_0_0:f32 = mov 1\\n  st.global %acc_0_0, 0, %acc_0_0\\n  exit\\n")
+    >>> s = SimpleNamespace(registers=np.array([0, 0, 1]), start=np.array([0, 2, 1]), end=np.array([1, 3, 2]),
+    ...                     defined=np.array([True, False, True]))
+    >>> sass_roles(s, (0, 1, None, None), p)      # R0's second range goes on with the first's value
+    ['accumulator', 'accumulator', 'SASS, no plan value']
+    """
+    n = len(sass.start)
+    if not ir_of_row or program is None:
+        return [SASS_UNMAPPED] * n
+    code, chain = program.instructions, sass_chains(sass)
+    head = {}
+    for k in np.argsort(sass.start, kind="stable").tolist():
+        head.setdefault(int(chain[k]), k)      # the chain's first range: where its value is written
+    out = []
+    for k in range(n):
+        first = head[int(chain[k])]
+        row = int(sass.start[first])
+        ir = ir_of_row[row] if bool(sass.defined[first]) and row < len(ir_of_row) else None
+        defs = code[ir].defs if ir is not None and ir < len(code) else ()
+        out.append(role_of(defs[0]) if defs else SASS_UNMAPPED)
+    return out
+
+
+def sass_timeline(sass, roles=None) -> TimelineData:
     """Bars of a compiled kernel's SASS: nvdisasm's live ranges on their physical registers.
 
     A SASS row's operands are the ranges it writes (a range that starts on the row with nvdisasm's ``^`` or
     ``x`` mark) and the ranges it reads (its ``v`` and ``x`` marks: :attr:`kernels.sass.SassLiveness.read_row`),
     each with the other ranges of its value: the parse starts a new range after a read that the register
-    outlives, and :func:`sass_chains` joins them again."""
+    outlives, and :func:`sass_chains` joins them again. ``roles``: each range's role (:func:`sass_roles`);
+    None: all :data:`SASS_UNMAPPED`."""
     names = list(sass.names)
     regs = sass.registers.tolist()
 
     def describe(v: int) -> str:
         s, e = int(sass.start[v]), int(sass.end[v])
-        return (f"{names[v]} (R{regs[v]})\nlive SASS rows {s}-{e}\n"
+        role = "no plan value in the line map" if roles[v] == SASS_UNMAPPED else f"plan value: {roles[v]}"
+        return (f"{names[v]} (R{regs[v]}, {role})\nlive SASS rows {s}-{e}\n"
                 f"defined by /*{sass.offsets[s]}*/ {sass.texts[s]}\nlast read by /*{sass.offsets[e]}*/ {sass.texts[e]}")
 
-    return TimelineData(names, ["b32"] * len(names), ["SASS live range"] * len(names), sass.seg_value,
+    roles = list(roles) if roles is not None else [SASS_UNMAPPED] * len(names)
+    return TimelineData(names, ["b32"] * len(names), roles, sass.seg_value,
                         sass.seg_start, sass.seg_end, np.asarray(regs, dtype=np.int64).reshape(-1, 1),
                         sass.pressure, describe=describe, peak_label="SASS MAXLIVE", operands=sass_operands(sass))
 

@@ -12,7 +12,7 @@ import sys
 from engine.base.errors import RegtuneError
 from gui.qt.display import check_display
 
-VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4}
+VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4, "diff": 5}
 
 
 #: Qt messages that say nothing to a user: the offscreen platform's, printed on every offscreen run
@@ -97,15 +97,19 @@ def _mark_register(window, current: str | None, text: str | None) -> None:
     window.graph.register = int(number)
 
 
-def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
+def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
                workload: dict | None = None, options=None, build: bool = False,
                current: str | None = None, select: str | None = None, register: str | None = None,
-               instruction: int | None = None) -> str:
-    """Render the window offscreen to ``out`` (PNG); ``view`` is a tab name or 'all' (the whole window).
-    ``build`` runs Build & measure first (the SASS and compare views need it); ``instruction`` selects one of
-    the plan's instructions (the SASS view marks the SASS instructions it became)."""
-    if view not in (*VIEW_TABS, "all"):
-        raise RegtuneError(f"unknown view {view!r} (timeline, graph, compare, sass, sweep, all)")
+               instruction: int | None = None):
+    """Render the window offscreen to PNGs: ``outs`` is a path (of ``view``, a tab name or 'all', the whole
+    window; the path is returned) or a list of (view, path) (the list of paths is returned). ``build`` runs
+    Build & measure first (the SASS and compare views need it); ``instruction`` selects one of the plan's
+    instructions (the SASS view marks the SASS instructions it became)."""
+    single = isinstance(outs, str)
+    outs = [(view, outs)] if single else list(outs)
+    for shown, _path in outs:
+        if shown not in (*VIEW_TABS, "all"):
+            raise RegtuneError(f"unknown view {shown!r} (timeline, graph, compare, sass, sweep, diff, all)")
     import os
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -145,15 +149,26 @@ def screenshot(out: str, plan_path: str | None = None, view: str = "timeline", s
             raise
     window.flush()
     window.live.now()                  # the live ptxas figures of the plan shown, as the window has them
-    window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
+    arch = options.arch if options is not None else None
+    if arch:
+        window.sass_view.arch.setCurrentText(arch)
     window.show()
+    try:
+        for shown, out in outs:
+            _grab(app, window, shown, out)
+    finally:
+        window.dispose()
+    return outs[0][1] if single else [out for _v, out in outs]
+
+
+def _grab(app, window, view: str, out: str) -> None:
+    """One picture: the tab ``view`` (the timeline's for 'all') shown, and the window or that tab grabbed."""
+    window.tabs.setCurrentIndex(VIEW_TABS.get(view, 0))
     for _ in range(5):
         app.processEvents()
     widget = window if view == "all" else window.tabs.currentWidget()
     if not widget.grab().save(out):
         raise RegtuneError(f"{out}: could not write the picture")
-    window.dispose()
-    return out
 
 
 def _choose_instruction(window, index: int | None) -> None:

@@ -9,25 +9,26 @@ of each row is marked.
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPlainTextEdit,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from engine.model.arch import DEFAULT_BUILD_ARCHS
-from gui.model.timeline import StallStrip, stall_strip
+from gui.model.sass_rows import sass_rows
+from gui.model.timeline import StallStrip, sass_roles, stall_strip
+from gui.qt.qt_sass import QtSassTable
 from gui.qt.qt_timeline import QtTimeline
 from kernels.control import ControlError
 from kernels.report import Column, compare_rows
@@ -124,13 +125,15 @@ class QtSassView(QWidget):
     """The compiled kernel: nvdisasm's live ranges as a timeline and pressure curve, the SASS text beside.
 
     Linked to the plan as Compiler Explorer links source and assembly, through the measurement's SASS-to-IR
-    map (kernels.sass_lines): a click on a SASS instruction emits ``irSelected`` with the plan instruction it
-    came from; :meth:`show_ir` marks the SASS instructions of a plan instruction and the timeline outlines the
+    map (kernels.sass_lines): a single click on a SASS instruction (a row of the listing, gui.qt.qt_sass, or a
+    column of the timeline) emits ``irSelected`` with the plan instruction it came from; :meth:`show_ir` marks the SASS instructions of a plan instruction and the timeline outlines the
     live ranges they write or read. A kernel shown after its plan changed (:meth:`forget_links`) links nothing.
 
     Under the pressure, the stall cycles encoded in each SASS instruction's control bits (the measurement's
     ``nvdisasm -hex`` listing, aligned with the life-range rows by offset); when the two listings do not
-    align nothing is drawn and the caption says why.
+    align nothing is drawn and the caption says why. The listing's columns are Nsight Compute's Source page's:
+    live registers, encoded stall cycles, the plan instruction; live ranges take their plan value's role
+    colour where the line map ties them to one (gui.model.timeline.sass_roles), grey elsewhere.
     """
 
     instructionSelected = Signal(int)
@@ -146,24 +149,26 @@ class QtSassView(QWidget):
         self.caption.setWordWrap(True)
         self.timeline = QtTimeline(editable=False, stalls=True)
         self.timeline.instructionSelected.connect(self.sass_clicked)
-        self.text = QPlainTextEdit()
-        self.text.setReadOnly(True)
-        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.text.setFont(QFont("DejaVu Sans Mono", 9))
+        self.listing = QtSassTable()
+        self.listing.rowClicked.connect(self.sass_clicked)
         top = QHBoxLayout()
         top.addWidget(QLabel("arch"))
         top.addWidget(self.arch)
         top.addWidget(self.caption, 1)
-        split = QSplitter()
-        split.addWidget(self.timeline)
-        split.addWidget(self.text)
-        split.setSizes([700, 400])
+        # the listing under the timeline, the tab's whole width: its five columns fit at 1280x800 uncut
+        self.split = QSplitter(Qt.Orientation.Vertical)
+        self.split.addWidget(self.timeline)
+        self.split.addWidget(self.listing)
+        self.split.setStretchFactor(0, 1)
+        self.split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.split, 1)
         self.measurement = None
         self.budget = None
+        self.program = None
+        self.rows: list = []
         self.linkable = False
         self.ir_index: int | None = None
         self.row: int | None = None
@@ -174,16 +179,19 @@ class QtSassView(QWidget):
         m = self.measurement
         return {a: m.sass_liveness(a) for a in m.archs} if m is not None and m.listings is not None else {}
 
-    def show_build(self, measurement, budget: int | None) -> None:
-        """Show a kernels.measurement.Measurement that has its listings, built from the current plan."""
-        self.measurement, self.budget, self.linkable = measurement, budget, True
+    def show_build(self, measurement, budget: int | None, program=None) -> None:
+        """Show a kernels.measurement.Measurement that has its listings, built from the current plan
+        (``program``: that plan's program, which names the plan instructions and colours the ranges)."""
+        self.measurement, self.budget, self.linkable, self.program = measurement, budget, True, program
         self.refresh()
 
     def forget_links(self) -> None:
-        """The kernel shown is not the current plan's (it changed, or another plan is current): link nothing."""
+        """The kernel shown is not the current plan's (it changed, or another plan is current): link nothing,
+        and draw its ranges grey (no plan value)."""
         if self.linkable:
             self.linkable = False
-            self.show_ir(None)
+            self.ir_index = None
+            self.refresh()
             self.caption.setText(self.caption.text() + " (not the current plan's kernel: build it to link "
                                  "its instructions)")
 
@@ -210,18 +218,19 @@ class QtSassView(QWidget):
         self.timeline.set_linked(rows)
         self._mark_text()
         if rows and (self.row is None or self.row not in rows):
-            self.text.setTextCursor(QTextCursor(self.text.document().findBlockByNumber(rows[0])))
-            self.text.centerCursor()
+            self.listing.scroll_to_row(rows[0])
 
     def refresh(self) -> None:
         a, m = self.arch.currentText(), self.measurement
         s = m.sass_liveness(a) if m is not None else None
         if s is None:
-            self.text.setPlainText("")
+            self.rows = []
+            self.listing.set_rows([])
             self.timeline.set_stalls(None)
             return
-        self.timeline.show_sass(s, self.budget)
-        self.text.setPlainText("\n".join(f"/*{o}*/ {t}" for o, t in zip(s.offsets, s.texts)))
+        mapped = self.ir_map()
+        ir_of_row = mapped.ir if mapped is not None else None
+        self.timeline.show_sass(s, self.budget, sass_roles(s, ir_of_row, self.program))
         self.row = None
         at_plan, own = m.ptxas[a], m.ptxas_compiler[a]
         self.caption.setText(f"{a}, {m.kernel.entry} at the {at_plan.cap_text}: ptxas {at_plan.registers} "
@@ -229,6 +238,9 @@ class QtSassView(QWidget):
                              f"{m.planned.maxlive}; {own.cap_text}: {own.registers} registers). "
                              + self._link_text(m.sass[a].ir_map if a in m.sass else None) + " "
                              + self._stalls(m, a, s))
+        strip = self.timeline.stalls
+        self.rows = sass_rows(s, ir_of_row, strip, self.program)
+        self.listing.set_rows(self.rows, [strip.describe(i) for i in range(len(self.rows))] if strip else None)
         self.show_ir(self.ir_index)
 
     def _stalls(self, m, arch: str, sass) -> str:
@@ -252,58 +264,100 @@ class QtSassView(QWidget):
         if not mapped.ir:
             return mapped.note
         return (f"{mapped.mapped} of {len(mapped.ir)} SASS instructions link to a plan instruction "
-                "(line info): click one to select its plan instruction.")
+                "(line info): click one (a row of the listing or a column of the timeline) to select its plan "
+                "instruction; ranges take the colour of the plan value they hold, grey where no link says.")
 
     def highlight(self, row: int) -> None:
-        block = self.text.document().findBlockByNumber(row)
-        if not block.isValid():
+        if not 0 <= row < len(self.rows):
             return
         self.row = row
         self._mark_text()
-        self.text.setTextCursor(QTextCursor(block))
-        self.text.centerCursor()
+        self.listing.scroll_to_row(row)
         self.timeline.set_instruction(row)
 
+    def showEvent(self, event) -> None:
+        """Shown (its tab chosen): the marked row in view (a scroll asked for while hidden does nothing)."""
+        super().showEvent(event)
+        rows = ([self.row] if self.row is not None else []) or list(self.timeline.linked)
+        if rows:
+            QTimer.singleShot(0, lambda: self.listing.scroll_to_row(rows[0]))
+
     def _mark_text(self) -> None:
-        """The SASS text's marks: the linked instructions pale, the clicked one gold."""
-        marks = [(r, "#fff3b0") for r in self.timeline.linked]
-        if self.row is not None:
-            marks.append((self.row, "#ffd700"))
-        selections = []
-        for row, colour in marks:
-            block = self.text.document().findBlockByNumber(row)
-            if not block.isValid():
-                continue
-            cursor = QTextCursor(block)
-            cursor.select(QTextCursor.SelectionType.LineUnderCursor)
-            fmt = QTextCharFormat()
-            fmt.setBackground(QColor(colour))
-            fmt.setProperty(QTextCharFormat.Property.FullWidthSelection, True)
-            selection = QTextEdit.ExtraSelection()
-            selection.cursor, selection.format = cursor, fmt
-            selections.append(selection)
-        self.text.setExtraSelections(selections)
+        """The listing's marks: the linked instructions pale, the clicked one gold."""
+        self.listing.mark(self.timeline.linked, self.row)
+
+
+#: the spill axis's ticks (bytes): a symmetric-log axis, log10(1 + bytes), so 8 B shows beside 7,000 B and 0 is 0
+SPILL_TICKS = (0, 10, 100, 1000, 10000, 100000)
+
+
+def symlog(values) -> np.ndarray:
+    """log10(1 + bytes): the spill plot's y (0 stays 0, 8 B is 0.95, 7,000 B is 3.85).
+
+    Examples
+    --------
+    >>> symlog([0, 9, 999]).tolist()
+    [0.0, 1.0, 3.0]
+    """
+    return np.log10(1 + np.asarray(values, dtype=float))
+
+
+def sweep_step(done: int, total: int) -> str:
+    """A running sweep's step in words: NVVM's compile (step 0), then ptxas runs (``total - 1``: each cap, then
+    no cap).
+
+    Examples
+    --------
+    >>> sweep_step(0, 32), sweep_step(5, 32)
+    ('compiling the kernel with NVVM', '4 of 31 ptxas runs done (each cap, then no cap)')
+    """
+    if done < 1:
+        return "compiling the kernel with NVVM"
+    return f"{min(done - 1, total - 1)} of {total - 1} ptxas runs done (each cap, then no cap)"
+
+
+def _bytes(v: int) -> str:
+    return f"{v // 1000}k" if v >= 1000 else str(v)
 
 
 class QtBudgetSweep(QWidget):
-    """ptxas registers, spill bytes and occupancy against -maxrregcount for the selected plan, with two marks: the
-    plan's register count (a vertical line) and ptxas's own choice with no flag (a horizontal line)."""
+    """ptxas registers, active warps and spill bytes against -maxrregcount for the selected plan, one plot each
+    (their own y axes, one shared x axis), with two marks: the plan's register count (a vertical line) and
+    ptxas's own choice with no flag (a horizontal line). Spill bytes are on a symmetric-log axis with a marker
+    and its figure at every non-zero point, so a small spill is seen beside a large one. No axis takes an SI
+    prefix ("(x0.001)"); before a run every plot spans the caps a sweep covers."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.caption = QLabel("Run the budget sweep from the Kernel menu.")
+        self.caption = QLabel("Run the budget sweep from the Kernel menu (Kernel > Budget sweep): ptxas at each "
+                              "-maxrregcount from 24 to 255, the status bar counts the caps done.")
+        self.caption.setWordWrap(True)
         self.widget = pg.GraphicsLayoutWidget()
         self.regs = self.widget.addPlot(row=0, col=0)
-        self.regs.setLabel("left", "registers / warps")
-        self.regs.addLegend()
-        self.spills = self.widget.addPlot(row=1, col=0)
-        self.spills.setLabel("left", "spill bytes")
+        self.regs.setLabel("left", "ptxas registers")
+        self.regs.addLegend(offset=(-10, 10))
+        self.warps = self.widget.addPlot(row=1, col=0)
+        self.warps.setLabel("left", "active warps / SM")
+        self.spills = self.widget.addPlot(row=2, col=0)
+        self.spills.setLabel("left", "spill bytes (log)")
         self.spills.setLabel("bottom", "-maxrregcount")
+        for plot in (self.regs, self.warps, self.spills):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).enableAutoSIPrefix(False)
+            plot.setXRange(24, 255, padding=0.02)
+        self.warps.setXLink(self.regs)
         self.spills.setXLink(self.regs)
+        self.spills.getAxis("left").setTicks([[(float(symlog([v])[0]), _bytes(v)) for v in SPILL_TICKS]])
+        self.spills.setYRange(0, 1, padding=0.05)
+        self.widget.ci.layout.setRowStretchFactor(0, 2)
         self.reg_curve = self.regs.plot([], [], pen=pg.mkPen("#4e79a7", width=2), symbol="o", name="ptxas registers")
-        self.warp_curve = self.regs.plot([], [], pen=pg.mkPen("#59a14f", width=2), symbol="t",
-                                         name="active warps / SM")
-        self.spill_curve = self.spills.plot([], [], pen=pg.mkPen("#e15759", width=2), symbol="s")
+        self.warp_curve = self.warps.plot([], [], pen=pg.mkPen("#59a14f", width=2), symbol="t")
+        self.spill_curve = self.spills.plot([], [], pen=pg.mkPen("#e15759", width=2), symbol="s", symbolSize=5)
+        #: a marker and the figure at every cap that spills, however small
+        self.spill_marks = pg.ScatterPlotItem([], [], symbol="o", size=11, brush="#e15759",
+                                              pen=pg.mkPen("#ffffff", width=1))
+        self.spills.addItem(self.spill_marks)
+        self.spill_labels: list = []
         dashed = {"width": 1, "style": Qt.PenStyle.DashLine}
         self.plan_mark = pg.InfiniteLine(angle=90, pen=pg.mkPen("#b07aa1", **dashed), movable=False,
                                          label="", labelOpts={"position": 0.9, "color": "#b07aa1"})
@@ -318,13 +372,28 @@ class QtBudgetSweep(QWidget):
         layout.addWidget(self.widget, 1)
         self.rows = []
 
+    def show_progress(self, plan_name: str, arch: str, done: int, total: int, left: str = "") -> None:
+        """What a running sweep has done: NVVM's compile, then each ptxas run (``total`` steps in all)."""
+        self.caption.setText(f"Budget sweep of {plan_name} on {arch}, running: {sweep_step(done, total)}{left}.")
+
     def show_sweep(self, sweep, plan_name: str) -> None:
         """Show a kernels.measurement.Sweep."""
         self.rows = list(sweep.rows)
         caps = [r.maxrregcount for r in self.rows]
         self.reg_curve.setData(caps, [r.registers for r in self.rows])
         self.warp_curve.setData(caps, [r.active_warps for r in self.rows])
-        self.spill_curve.setData(caps, [r.spill_store_bytes + r.spill_load_bytes for r in self.rows])
+        spilled = [r.spill_store_bytes + r.spill_load_bytes for r in self.rows]
+        y = symlog(spilled)
+        self.spill_curve.setData(caps, y)
+        some = [k for k, b in enumerate(spilled) if b > 0]
+        self.spill_marks.setData([caps[k] for k in some], y[some] if some else [])
+        # figures where they do not crowd: the largest spill, the smallest (the cliff's edge), and any under 5 % of
+        # the largest (the ones a linear axis would draw as 0)
+        big = max(spilled) if some else 0
+        named = sorted({some[0], some[-1], *(k for k in some if spilled[k] < 0.05 * big)}) if some else []
+        self._label_spills([(caps[k], float(y[k]), f"{spilled[k]:,} B") for k in named])
+        self.spills.setYRange(0, max(float(y.max()) if len(y) else 0.0, 1.0) * 1.3, padding=0)
+        self.warps.setYRange(0, max([r.active_warps for r in self.rows] or [1]) * 1.1, padding=0)
         self._mark(sweep)
         cliff = sweep.cliff()
         self.caption.setText(f"{plan_name} on {sweep.arch}: "
@@ -332,6 +401,18 @@ class QtBudgetSweep(QWidget):
                                 else "no spills at any cap swept")
                              + f"; the plan's count is {sweep.plan_registers} registers, ptxas with no "
                                f"-maxrregcount chose {sweep.no_cap.registers}")
+
+    def _label_spills(self, labels: list) -> None:
+        """The byte count over each spilling cap's marker (text items made once, reused, hidden when unused)."""
+        while len(self.spill_labels) < len(labels):
+            item = pg.TextItem(color="#e15759", anchor=(0.5, 1.2))
+            self.spills.addItem(item)
+            self.spill_labels.append(item)
+        for k, item in enumerate(self.spill_labels):
+            item.setVisible(k < len(labels))
+            if k < len(labels):
+                item.setText(labels[k][2])
+                item.setPos(labels[k][0], labels[k][1])
 
     def _mark(self, sweep) -> None:
         """The plan's count at x = its registers; ptxas's own choice at y = its registers."""

@@ -22,30 +22,43 @@ from PySide6.QtWidgets import (
     QLabel,
     QSpinBox,
     QSplitter,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from engine.plan import Plan
+from engine.workloads.roles import role_of
 from gui.model.graph import (
     COLOURINGS,
     CONFLICT,
+    GROUP_LIMIT,
+    GROUPINGS,
     ORDERS,
     PALETTE,
     InterferenceMatrix,
     conflict_pairs,
     edges_to_draw,
     first_registers,
+    group_neighbours,
+    grouping_of,
     interference_matrix,
     interferences_among,
     lookup_table,
     neighbourhood,
     neighbourhood_layout,
     register_class,
+    restrict,
     value_order,
 )
+from gui.qt.qt_timeline import ROLE_COLOURS
 
 SELECTED, CLASS = "#ffd700", "#00e5ff"
+#: what the neighbourhood pane says before anything is selected (instead of an empty plot)
+NO_SELECTION = ("Select a value to see its neighbourhood here: click a cell of the matrix (its row's value), a bar "
+                "on the timeline or a row of the Allocation table. Each neighbour is drawn at its live-range start "
+                "(x) and register (y), with every interference among them; above "
+                f"{GROUP_LIMIT} neighbours they are grouped by role (or register), and 'show' picks one group.")
 
 
 def _names(names, values, limit: int = 8) -> str:
@@ -86,15 +99,26 @@ class QtInterferenceGraph(QWidget):
         self.colour_box.currentIndexChanged.connect(lambda _: self.refresh())
         self.register_box.currentIndexChanged.connect(self._register_chosen)
         self.radius.valueChanged.connect(lambda _: self._draw_neighbourhood())
+        self.group_box = QComboBox()
+        self.group_box.addItems([f"group: {g}" for g in GROUPINGS])
+        self.group_box.setToolTip(f"group the neighbours by register or role (auto: by role above {GROUP_LIMIT})")
+        self.group_box.currentIndexChanged.connect(lambda _: self._regroup())
+        self.filter_box = QComboBox()
+        self.filter_box.setToolTip("show every group, or the neighbours of one group one by one")
+        self.filter_box.currentIndexChanged.connect(lambda _: self._draw_neighbourhood())
+        self.groups: list = []
+        self._group_key = None
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.hover = QLabel("hover a cell to name its two values; click it to select the row's value")
+        self.hover.setWordWrap(True)          # unwrapped, its width held the matrix pane wide at 1280x800
         self.neighbourhood_caption = QLabel()
         self.neighbourhood_caption.setWordWrap(True)
 
     def _build_matrix(self) -> None:
         self.matrix_plot = pg.PlotWidget()
-        self.matrix_plot.setAspectLocked(True)
+        # not aspect-locked: the matrix fills its axes whatever the pane's shape (a locked square left y from
+        # -100 to 600 for 469 rows); the axes stop at the matrix
         self.matrix_plot.getViewBox().invertY(True)
         self.matrix_plot.setLabel("left", "values (row)")
         self.matrix_plot.setLabel("bottom", "values (column)")
@@ -127,6 +151,14 @@ class QtInterferenceGraph(QWidget):
         self.plot.addItem(self.conflict_edges)
         self.graph_item.scatter.sigClicked.connect(self._node_clicked)
         self.brushes = [pg.mkBrush(c) for c in PALETTE] + [pg.mkBrush("#888888")]
+        self.group_labels: list[pg.TextItem] = []
+        self.hint = QLabel(NO_SELECTION)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint.setMargin(24)
+        self.pane = QStackedWidget()
+        self.pane.addWidget(self.hint)
+        self.pane.addWidget(self.plot)
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
@@ -140,12 +172,18 @@ class QtInterferenceGraph(QWidget):
         lv.addWidget(self.caption)
         lv.addWidget(self.matrix_plot, 1)
         lv.addWidget(self.hover)
+        pick = QHBoxLayout()
+        pick.addWidget(self.group_box)
+        pick.addWidget(self.filter_box, 1)
+        rv.addLayout(pick)
         rv.addWidget(self.neighbourhood_caption)
-        rv.addWidget(self.plot, 1)
+        rv.addWidget(self.pane, 1)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setSizes([600, 400])
+        self.splitter.setSizes([500, 500])
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -215,7 +253,8 @@ class QtInterferenceGraph(QWidget):
         self.image.setRect(0, 0, m.side, m.side)
         red = np.argwhere(m.image == CONFLICT) + 0.5
         self.conflict_marks.setData(red[:, 1], red[:, 0])
-        self.matrix_plot.setRange(xRange=(0, m.side), yRange=(0, m.side), padding=0.02)
+        self.matrix_plot.getViewBox().setLimits(xMin=0, xMax=m.side, yMin=0, yMax=m.side)
+        self.matrix_plot.setRange(xRange=(0, m.side), yRange=(0, m.side), padding=0)
 
     def matrix_caption(self) -> str:
         m = self.matrix
@@ -319,10 +358,48 @@ class QtInterferenceGraph(QWidget):
         a = self.analysis
         centre = a.index.get(self.selection) if self.selection else None
         if centre is None or a.widths[centre] == 0:
-            self._clear_neighbourhood("select a value (a matrix cell, the timeline or the table) to see its "
-                                      "neighbourhood and every interference among its members")
+            self._clear_neighbourhood("No value selected: select a value to see its neighbourhood.")
             return
         h = neighbourhood(a.interference, centre, self.radius.value())
+        self._fill_groups(h)
+        chosen = self.filter_box.currentData()
+        if chosen is not None and chosen < len(self.groups):      # one group's neighbours, one by one
+            self._draw_values(restrict(h, self.groups[chosen].members), self.groups[chosen].label)
+        elif self.groups:
+            self._draw_groups(h)
+        else:
+            self._draw_values(h)
+        self.pane.setCurrentWidget(self.plot)
+
+    @property
+    def grouping(self) -> str:
+        return GROUPINGS[self.group_box.currentIndex()]
+
+    def _regroup(self) -> None:
+        self._group_key = None
+        self._draw_neighbourhood()
+
+    def _fill_groups(self, h) -> None:
+        """The groups of the neighbourhood in the grouping in force, and the 'show' box's entries for them."""
+        by = grouping_of(self.grouping, len(h.nodes) - 1)
+        key = (self.plan, self.selection, h.radius, by)
+        if key == self._group_key:
+            return
+        self._group_key = key
+        values, names = self.plan.program.values, self.analysis.names
+        roles = {int(v): role_of(values[names[v]]) for v in h.nodes.tolist()} if by == "role" else {}
+        self.groups = group_neighbours(h.nodes, self._registers, roles, by)
+        self.filter_box.blockSignals(True)
+        self.filter_box.clear()
+        self.filter_box.addItem("show: every group" if self.groups else "show: every neighbour", None)
+        for k, g in enumerate(self.groups):
+            self.filter_box.addItem(f"show: {g.label} ({len(g.members)})", k)
+        self.filter_box.setEnabled(bool(self.groups))
+        self.filter_box.blockSignals(False)
+
+    def _draw_values(self, h, group: str | None = None) -> None:
+        """One node per value of ``h``, at its live-range start and register, every edge among them."""
+        a = self.analysis
         edges = edges_to_draw(h)
         pos = neighbourhood_layout(a, h.nodes, self._registers)
         self.shown = [a.names[v] for v in h.nodes]
@@ -335,7 +412,59 @@ class QtInterferenceGraph(QWidget):
         inside = np.isin(h.nodes, self._class_values())
         self.class_ring.setData(pos[inside, 0], pos[inside, 1])
         self._draw_conflict_edges(h, pos)
-        self.neighbourhood_caption.setText(self._neighbourhood_caption(h, len(edges)))
+        self._label_groups([])
+        text = self._neighbourhood_caption(h, len(edges))
+        if group is not None:
+            text = f"{group} only: " + text
+        self.neighbourhood_caption.setText(text)
+
+    def _draw_groups(self, h) -> None:
+        """One node per group (at its members' mean live-range start and register, sized by how many), joined
+        to the centre: a fan of hundreds of lines says nothing."""
+        a = self.analysis
+        start = np.asarray(a.start) / 2
+        centre = h.nodes[0]
+        pos = np.array([[start[centre], self._registers[centre]]]
+                       + [[start[g.members].mean(), self._registers[g.members].mean()] for g in self.groups], float)
+        sizes = [12] + [min(9 + 3 * float(np.sqrt(len(g.members))), 44) for g in self.groups]
+        adj = np.array([[0, k + 1] for k in range(len(self.groups))], dtype=int).reshape(-1, 2)
+        self.shown = [a.names[centre]]
+        by = grouping_of(self.grouping, len(h.nodes) - 1)
+        # a role's group in the role's colour on the timeline; a register's in that register's colour here
+        brushes = [self.brushes[-1]] + [pg.mkBrush(ROLE_COLOURS.get(g.label, "#888888")) if by == "role"
+                                        else self.brushes[int(self._registers[g.members[0]]) % len(PALETTE)]
+                                        for g in self.groups]
+        self.graph_item.setData(pos=pos, adj=adj, symbolBrush=brushes, symbol="o", size=sizes, pxMode=True,
+                                pen=pg.mkPen((170, 170, 170, 120), width=1),
+                                data=np.array([a.names[centre]] + [None] * len(self.groups), dtype=object))
+        self.ring.setData(pos[:1, 0], pos[:1, 1])
+        self.class_ring.setData([], [])
+        self.conflict_edges.setData([], [])
+        self._label_groups([(f"{g.label} \u00d7{len(g.members)}", p) for g, p in zip(self.groups, pos[1:])])
+        (x0, y0), (x1, y1) = pos.min(axis=0), pos.max(axis=0)
+        span = max(x1 - x0, 1.0)                 # room on the right for the labels, on top for the largest node
+        self.plot.getViewBox().setRange(xRange=(x0 - 0.5 * span, x1 + 0.5 * span),
+                                        yRange=(y0 - 3, y1 + 3), padding=0)
+        self.neighbourhood_caption.setText(
+            f"%{self.selection} and its {len(h.nodes) - 1} neighbours in {len(self.groups)} groups by {by} (one "
+            f"node per group, sized by its count; {len(h.edges):,} interferences among them): pick a group in "
+            "'show' to see its values one by one")
+
+    def _label_groups(self, labels: list) -> None:
+        """Text beside each group node; the labels are made once and reused (hidden when not needed)."""
+        while len(self.group_labels) < len(labels):
+            item = pg.TextItem(color="#f0f0f0", anchor=(0, 0.5))
+            self.plot.addItem(item)
+            self.group_labels.append(item)
+        middle = float(np.mean([p[0] for _t, p in labels])) if labels else 0.0
+        for k, item in enumerate(self.group_labels):
+            if k < len(labels):
+                item.setText(labels[k][0])
+                item.setPos(*labels[k][1])
+                item.setAnchor((1.1, 0.5) if labels[k][1][0] > middle else (-0.1, 0.5))   # towards the middle
+                item.show()
+            else:
+                item.hide()
 
     def _draw_conflict_edges(self, h, pos: np.ndarray) -> None:
         """The neighbourhood's edges whose two values share a register, in red (drawn whatever the limit)."""
@@ -356,6 +485,15 @@ class QtInterferenceGraph(QWidget):
         return text
 
     def _clear_neighbourhood(self, caption: str) -> None:
+        """Nothing selected: the pane says what to do instead of showing an empty plot."""
+        self.pane.setCurrentWidget(self.hint)
+        self.groups, self._group_key = [], None
+        self.filter_box.blockSignals(True)
+        self.filter_box.clear()
+        self.filter_box.addItem("show: every neighbour", None)
+        self.filter_box.setEnabled(False)
+        self.filter_box.blockSignals(False)
+        self._label_groups([])
         self.shown = []
         self.graph_item.setData(pos=np.zeros((0, 2)), adj=np.zeros((0, 2), dtype=int))
         self.ring.setData([], [])
@@ -368,6 +506,8 @@ class QtInterferenceGraph(QWidget):
             name = points[0].data()
             if name is not None:
                 self.valueSelected.emit(str(name))
+            elif self.groups and 0 < points[0].index() <= len(self.groups):     # a group: show its values
+                self.filter_box.setCurrentIndex(points[0].index())
 
     def click_node(self, name: str) -> None:
         """Select a node of the neighbourhood as a click on it does (used by the window and tests)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -53,6 +54,8 @@ from engine.plan import Plan
 from engine.planfile import write_plan
 from engine.workloads import BuildOptions, setting_label, workload_named
 from gui.model import notifications
+from gui.model.diff import plan_lines
+from gui.model.eta import MovingRate, left_words
 from gui.model.session import (
     AutosaveSlot,
     Session,
@@ -63,7 +66,8 @@ from gui.model.session import (
 from gui.model.timeline import critical_path_points
 from gui.model.words import conflict_summary
 from gui.qt.qt_commands import WorkloadCommand, push_edit, push_plans
-from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView
+from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView, sweep_step
+from gui.qt.qt_diff import QtDiffView
 from gui.qt.qt_document import QtDocument
 from gui.qt.qt_graph import QtInterferenceGraph
 from gui.qt.qt_jobs import QtJobRunner
@@ -73,7 +77,7 @@ from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
 
-VIEWS = ("timeline", "graph", "compare", "sass", "sweep")
+VIEWS = ("timeline", "graph", "compare", "sass", "sweep", "diff")
 #: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
 DETAILS_WIDTH = 380
 
@@ -101,10 +105,16 @@ def _build_job(progress, plans: dict, archs) -> dict:
 
 
 def _sweep_job(progress, plan: Plan, arch: str):
-    from kernels.run import sweep_in_worker
+    """kernels.pipeline.budget_sweep on this thread: its NVVM compile runs in a worker process under time and
+    memory limits and each ptxas run is a process, so nothing here can take the window down, and its progress
+    (NVVM, then one step per ptxas run) reaches the status bar. An error becomes an ``Unavailable``."""
+    from kernels.measurement import Unavailable
+    from kernels.pipeline import budget_sweep
 
-    progress.advance(0, 1)
-    return sweep_in_worker(plan, arch, progress=progress)
+    try:
+        return budget_sweep(plan, arch, progress=progress)
+    except RegtuneError as e:
+        return Unavailable(str(e))
 
 
 def _doctor_job(progress) -> str:
@@ -129,10 +139,11 @@ class QtMainWindow(QMainWindow):
         self.jobs = QtJobRunner(self)
         self.last_error: str | None = None
         self._redraw_pending = False
-        self._graph_stale = self._compare_stale = True
+        self._graph_stale = self._compare_stale = self._diff_stale = True
         self._planned_cache: dict = {}
         self.chosen: tuple | None = None     # (plan, why): the plan the window chose to show, and why
         self._ilp_cache: dict = {}           # plan name -> (plan, IlpFigures or why there are none)
+        self.sweeping: tuple | None = None   # (plan name, arch, MovingRate) while a budget sweep runs
         self._build_widgets()
         self.live = LiveFigures(self, self.live_panel, DEFAULT_BUILD_ARCHS, enabled=start_jobs)
         self._build_actions()
@@ -172,10 +183,11 @@ class QtMainWindow(QMainWindow):
         self.compare = QtComparePanel()
         self.sass_view = QtSassView()
         self.sweep = QtBudgetSweep()
+        self.diff = QtDiffView()
         self.tabs = QTabWidget()
         for widget, label in ((self.timeline, "Timeline"), (self.graph, "Interference graph"),
                               (self.compare, "Compare"), (self.sass_view, "Actual (SASS)"),
-                              (self.sweep, "Budget sweep")):
+                              (self.sweep, "Budget sweep"), (self.diff, "Diff")):
             self.tabs.addTab(widget, label)
         self.setCentralWidget(self.tabs)
         self.why = QtWhyPanel()
@@ -250,6 +262,7 @@ class QtMainWindow(QMainWindow):
         self.save_action = self._action(file_menu, "Save plan...", self.save_plan_dialog, QKeySequence.StandardKey.Save)
         self._action(file_menu, "Export kernel source...", self.export_kernel_dialog)
         self._action(file_menu, "Export picture of the current view...", self.export_picture_dialog, "Ctrl+E")
+        self._action(file_menu, "Export pressure as CSV...", self.export_pressure_dialog, "Ctrl+Shift+E")
         file_menu.addSeparator()
         self._action(file_menu, "Quit", self.close, QKeySequence.StandardKey.Quit)
         self.undo_action = self.stack.createUndoAction(self, "Undo")
@@ -277,7 +290,8 @@ class QtMainWindow(QMainWindow):
         # off until asked for: the model walks the executed path (0.1 s per plan for GEMM 16x16x16, 2 s for the
         # note's MHA example), too slow to redo on the UI thread after every edit
         self.critical_action.setChecked(False)
-        for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep")):
+        for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep",
+                                   "Diff")):
             self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         tools = self.addToolBar("Main")
         tools.setObjectName("main toolbar")
@@ -331,7 +345,7 @@ class QtMainWindow(QMainWindow):
             self.refresh_all()
 
     def _compare_changed(self) -> None:
-        self._compare_stale = True
+        self._compare_stale = self._diff_stale = True
         self._refresh_visible()
 
     def refresh_all(self) -> None:
@@ -355,7 +369,7 @@ class QtMainWindow(QMainWindow):
         self._show_conflicts(conflicts)
         self.plans_list.show_plans(s.plans, s.current, self.doc.conflicts)
         self._graph_stale = True
-        self._compare_stale = True
+        self._compare_stale = self._diff_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
         self.status_text.setToolTip(self.status_text.text())
@@ -395,6 +409,30 @@ class QtMainWindow(QMainWindow):
             self._graph_stale = False
         if current is self.compare and self._compare_stale:
             self.refresh_compare()
+        if current is self.diff and self._diff_stale:
+            self.refresh_diff()
+
+    def diff_sources(self) -> dict[str, list[str]]:
+        """What the Diff tab can compare: every plan, and the SASS of every built plan on each arch."""
+        s = self.doc.session
+        sources = {f"plan: {name}": plan_lines(plan) for name, plan in s.plans.items()}
+        for name, m in s.measurements.items():
+            for arch in (m.archs if m.listings is not None else ()):
+                sass = m.sass_liveness(arch)
+                if sass is not None:
+                    sources[f"SASS {arch}: {name}"] = list(sass.texts)
+        return sources
+
+    def refresh_diff(self) -> None:
+        """The Diff tab's listings; by default the current plan's kernel on the two archs when it is built, else
+        the current plan against the next one."""
+        s = self.doc.session
+        sources = self.diff_sources()
+        built = [k for k in sources if k.startswith("SASS ") and k.endswith(f": {s.current}")]
+        others = [k for k in sources if k.startswith("plan: ") and k != f"plan: {s.current}"]
+        left, right = (built[0], built[-1]) if len(built) > 1 else (f"plan: {s.current}", others[0] if others else None)
+        self.diff.set_sources(sources, left, right)
+        self._diff_stale = False
 
     def refresh_compare(self) -> None:
         from kernels.measurement import Unavailable
@@ -463,10 +501,19 @@ class QtMainWindow(QMainWindow):
         self.cancel_button.setVisible(busy)
         if not busy:
             self.progress.reset()
+            self.progress.setFormat("%p%")
 
-    def _progress(self, _key: str, done: int, total: int) -> None:
+    def _progress(self, key: str, done: int, total: int) -> None:
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(done)
+        if key == "sweep" and self.sweeping is not None and total > 2:
+            name, arch, rate = self.sweeping
+            rate.report(done, time.monotonic())
+            left = left_words(rate, done, total)
+            runs = total - 1                  # one per cap and one with no cap, after NVVM's compile
+            self.progress.setFormat(f"{max(done - 1, 0)}/{runs} ptxas runs")
+            self.status_text.setText(f"budget sweep of {name} on {arch}: {sweep_step(done, total)}{left}")
+            self.sweep.show_progress(name, arch, done, total, left)
 
     # -- workload --------------------------------------------------------------------------
     def request_workload(self, workload: dict, options: BuildOptions) -> None:
@@ -609,6 +656,24 @@ class QtMainWindow(QMainWindow):
         if path:
             self._guard(lambda: self.export_kernel(path))
 
+    def export_pressure(self, path: str) -> None:
+        """The current plan's per-instruction pressure, and its kernel's on each arch when built, as CSV."""
+        from gui.model.sass_rows import plan_pressure_csv
+
+        plan = self.doc.plan
+        text = plan_pressure_csv(plan, self.doc.analysis().pressure,
+                                 self.doc.session.measurement(self.doc.session.current))
+        write_text_atomic(path, text)
+        self.status_text.setText(f"wrote the pressure of {self.doc.session.current} to {path}")
+
+    def export_pressure_dialog(self) -> None:
+        if self.doc.plan is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export pressure as CSV",
+                                              f"{self.doc.session.current}-pressure.csv", "CSV (*.csv)")
+        if path:
+            self.export_pressure(path)
+
     def export_picture_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export picture", "view.png", "PNG (*.png);;SVG (*.svg)")
         if path:
@@ -654,7 +719,7 @@ class QtMainWindow(QMainWindow):
         m = self.doc.session.measurement(self.doc.session.current)
         if m is not None:
             self.sass_view.ir_index = self.doc.instruction
-            self.sass_view.show_build(m, self.doc.plan.budget)
+            self.sass_view.show_build(m, self.doc.plan.budget, self.doc.plan.program)
         else:
             self.sass_view.forget_links()
 
@@ -664,12 +729,19 @@ class QtMainWindow(QMainWindow):
             return
         name = self.doc.session.current
         arch = self.doc.session.options.arch
+        self.sweeping = (name, arch, MovingRate())
+        self.status_text.setText(f"budget sweep of {name} on {arch}: compiling the kernel with NVVM...")
+        self.sweep.show_progress(name, arch, 0, 2)
         self.jobs.start("sweep", _sweep_job, (plan, arch),
                         on_done=lambda r: self._swept(r, name), on_error=self._job_failed)
 
     def _swept(self, result, name: str) -> None:
         from kernels.measurement import Unavailable
 
+        swept, self.sweeping = self.sweeping, None
+        if swept is not None:
+            self.status_text.setText(f"budget sweep of {swept[0]} on {swept[1]}: done"
+                                     + ("" if isinstance(result, Unavailable) else f", {len(result.rows)} caps"))
         if isinstance(result, Unavailable):
             notifications.notify(result.reason)
             return

@@ -53,9 +53,11 @@ from gui.model.timeline import (
     sass_timeline,
 )
 
+#: GEMM's and attention's roles never meet in one program: Q, K and output share A, B and accumulator's colours
 ROLE_COLOURS = {"A fragment": "#4e79a7", "B fragment": "#59a14f", "accumulator": "#e15759",
-                "softmax temporary": "#b07aa1", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
-                "predicate": "#bab0ac", "spill slot": "#555555", "SASS live range": "#4e79a7"}
+                "Q": "#4e79a7", "K": "#59a14f", "V": "#499894", "scores": "#b07aa1", "softmax state": "#ff9da7",
+                "output": "#e15759", "address": "#f28e2b", "index": "#9c755f", "scalar": "#76b7b2",
+                "predicate": "#bab0ac", "spill slot": "#555555", "SASS, no plan value": "#8c8c8c"}
 PHASE_ALPHA = 26
 #: conflicts: a colour no role has, and a white hatch that shows on every role colour and on the background
 CONFLICT_COLOUR = "#ff00ff"
@@ -219,8 +221,9 @@ class QtTimeline(QWidget):
     def show_plan(self, plan: Plan, analysis, conflicts=(), selection: str | None = None) -> None:
         self.set_data(plan_timeline(plan, analysis), budget=plan.budget, conflicts=conflicts, selection=selection)
 
-    def show_sass(self, sass, budget: int | None = None) -> None:
-        self.set_data(sass_timeline(sass), budget=budget)
+    def show_sass(self, sass, budget: int | None = None, roles=None) -> None:
+        """nvdisasm's live ranges; ``roles``: each range's role (gui.model.timeline.sass_roles), None: grey."""
+        self.set_data(sass_timeline(sass, roles), budget=budget)
 
     def set_data(self, data: TimelineData, budget=None, conflicts=(), selection=None) -> None:
         self.data = data

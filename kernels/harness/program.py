@@ -166,8 +166,10 @@ def spill_code_text(runs, found, what):
            f"same {what}"
     if found["differ"]:
         return f"{head}: {found['differ']:,} of {found['elements']:,} array elements differ (first {found['first']})"
-    return (f"{head}: all {found['elements']:,} array elements equal bit for bit, "
-            f"{found['written']:,} of them written by the kernels")
+    kept = found["elements"] - found["written"]
+    return (f"{head}: all {found['elements']:,} array elements equal bit for bit; the kernels changed "
+            f"{found['written']:,} of them (what they wrote, less any element written with the value it held), "
+            f"the other {kept:,} are the inputs as they were")
 
 
 def simulator_runs(request):

@@ -180,3 +180,35 @@ def test_a_full_disk_under_out_is_one_line_and_writes_nothing(tmp_path):
     assert (report / "err").read_text() == (f"regtune: error: {out}/plan.json: cannot write: no space left on device "
                                              "(nothing was written)\n")
     assert (report / "listing").read_text() == ""
+
+
+def test_the_readme_examples_run_from_any_folder_with_the_shipped_example(tmp_path):
+    """Issue 22: 'allocate resources/examples/...' failed outside the repository root, and the next 'build
+    loop-plan.json' with it. The example ships with the package: 'regtune example' writes it where you are."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    assert "source .venv/bin/activate" in readme and "resources/examples" not in readme
+    lines = [line.split("#")[0].split() for line in readme.splitlines()
+             if re.match(r"regtune (example gemm-loop|allocate loop\.txt)", line)]
+    assert [w[:2] for w in lines] == [["regtune", "example"], ["regtune", "allocate"]]
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+
+    def regtune(*words):
+        return subprocess.run([sys.executable, "-m", "gui.entry", *words], cwd=folder, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+
+    listed = regtune("example")
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "gemm-loop"
+    for words in lines:
+        run = regtune(*words[1:])
+        assert run.returncode == 0, run.stderr
+    assert (folder / "loop.txt").read_text() == (root / "resources" / "examples" / "gemm_m1n1k2_loop.txt").read_text()
+    assert (folder / "loop-plan.json").exists()
+    bad = regtune("example", "gemm-lop")
+    assert bad.returncode == 2 and bad.stderr == ("regtune: error: example 'gemm-lop': no such example (the examples: "
+                                                  "gemm-loop, gemm)\n")

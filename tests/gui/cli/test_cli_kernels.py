@@ -248,7 +248,9 @@ def test_compare_chooses_rows_and_formats(small_plans, capsys):
     assert "--metrics: unknown metric 'cycle' (known: registers, maxlive, spills" in capsys.readouterr().err
     assert main([*args[:-1], "ilp,cycles", "--format", "csv"]) == 0     # the ILP model's rows are metrics too
     rows = [line.split(",")[1] for line in capsys.readouterr().out.splitlines()[1:]]
-    assert rows == ["ILP (model)", "cycles/warp (model)"]
+    archs = sorted({line.split()[0] for line in rows if line.startswith("sm_")})
+    # the cycle rows: the SASS's issue cycles per arch (a model on the measured SASS) and the plan's
+    assert rows == [f"{a} SASS issue cycles/warp (model)" for a in archs] + ["ILP (model)", "cycles/warp (model)"]
 
 
 def test_ctrl_c_during_compare_keeps_the_plans_measured(small_plans, tmp_path):
@@ -332,6 +334,55 @@ def test_compare_refuses_a_plan_of_another_workload_before_any_work(tmp_path, ca
     assert captured.out == ""
     assert captured.err == (f"regtune: error: --plan {plan}: a plan for gemm 4x4x4, not for gemm 8x8x8: compare shows "
                             "plans of one workload side by side (give that plan a compare of its own)\n")
+
+
+def test_compare_help_the_unknown_metric_error_and_the_readme_list_the_same_metrics(capsys):
+    """Issue 22: compare --help listed 12 metrics, the README and the error message 13."""
+    import re
+    from pathlib import Path
+
+    from gui.cli.compare_output import METRICS, comparison
+
+    rows = list(dict.fromkeys(r.metric for r in comparison([], ("sm_80", "sm_90"), []).rows))
+    assert rows == list(METRICS)
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    listed = re.search(r"rows to show \(default all\), from: ([a-z, -]+?) --format", helped).group(1)
+    assert listed.split(", ") == list(METRICS)
+    assert main(["compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--metrics", "nope"]) == 2
+    said = re.search(r"\(known: (.*)\)", capsys.readouterr().err).group(1)
+    assert said.split(", ") == list(METRICS)
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    chosen = re.search(r"`--metrics` chooses the rows \((.*?); `compare --help`", readme).group(1)
+    assert re.findall(r"`([a-z-]+)`", chosen) == list(METRICS)
+
+
+def test_build_writes_the_per_instruction_pressure_of_the_plan_and_of_its_sass_as_csv(tmp_path, capsys):
+    """Issue 22: the per-instruction pressure (plan and SASS) as CSV from the command line."""
+    from engine.analysis.liveness import analyze
+    from engine.planfile import load_plan
+    from kernels.sass import parse_sass
+
+    plan_path = _plan(tmp_path)
+    out = tmp_path / "out"
+    assert main(["build", plan_path, "--arch", "sm_80", "--out-dir", str(out), "--no-simulate",
+                 "--pressure-csv"]) == 0
+    assert "dsatur-plan.pressure.csv" in capsys.readouterr().out
+    rows = list(csv.DictReader((out / "dsatur-plan.pressure.csv").open()))
+    plan = load_plan(plan_path)
+    pressure = analyze(plan.program).pressure.tolist()
+    planned = [r for r in rows if r["source"] == "plan"]
+    assert [int(r["live_registers"]) for r in planned] == pressure
+    assert [r["instruction"] for r in planned] == [str(ins) for ins in plan.program.instructions]
+    sass = parse_sass((out / "dsatur-plan.sm_80.sass").read_text())
+    measured = [r for r in rows if r["source"] == "sass"]
+    assert {r["arch"] for r in measured} == {"sm_80"}
+    assert [int(r["live_registers"]) for r in measured] == sass.pressure.tolist()
+    assert [r["offset"] for r in measured] == list(sass.offsets)
+    assert all(r["stall_cycles"].isdigit() for r in measured)
+    linked = [int(r["plan_instruction"]) for r in measured if r["plan_instruction"]]
+    assert linked and all(0 <= i < len(pressure) for i in linked)
 
 
 def test_compare_asked_for_registers_and_spills_starts_no_simulator_even_cold(tmp_path, monkeypatch, capsys):

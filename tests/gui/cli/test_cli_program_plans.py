@@ -32,8 +32,9 @@ def test_the_readme_example_builds_and_its_spill_code_is_checked_in_the_simulato
     assert "reference" not in sim                   # no numpy reference for a program file: none claimed
     found = EQUAL.fullmatch(sim["spill_code"])
     assert found, sim["spill_code"]
-    elements, written = (int(g.replace(",", "")) for g in found.groups())
+    elements, written, kept = (int(g.replace(",", "")) for g in found.groups())
     assert elements == 3 * 3 * (1 << 16) and written >= 3     # three arrays; C[0] written on each run
+    assert written + kept == elements
     assert "plan's spill code vs compiler spills" in printed and "AttributeError" not in printed
     # 6 registers against the program's MAXLIVE of 8: the plan spills, it leaves no negative "slack"
     said = report["sass"]["sm_80"]["explanation"][0]

@@ -46,9 +46,12 @@ def test_screenshot_selects_a_value_spelt_as_the_ir_spells_it(qtbot, tmp_path, c
 
 @pytest.mark.parametrize("flags, message", [
     # without --plan-name the window shows the best verified plan (linear-scan here), as it opens (issue 22)
-    (["--select", "%nope"], "regtune: error: --select %nope: the linear-scan plan's program has no value %nope\n"),
+    # --select is checked on the program alone, before any plan is made (issue 22)
+    (["--select", "%nope"], "regtune: error: --select %nope: the gemm 2x2x2 program has no value %nope\n"),
     (["--select", "acc_9_9", "--plan-name", "dsatur"],
-     "regtune: error: --select acc_9_9: the dsatur plan's program has no value %acc_9_9\n"),
+     "regtune: error: --select acc_9_9: the gemm 2x2x2 program has no value %acc_9_9\n"),
+    (["--select", "%acc_0_0.r7"], "regtune: error: --select %acc_0_0.r7: the linear-scan plan's program has no "
+                                  "value %acc_0_0.r7\n"),        # a spill name: the plan's own check, later
     (["--plan-name", "fastest"], ("regtune: error: --plan-name 'fastest': no such plan (the plans: naive, "
                                   "linear-scan, chaitin-briggs, dsatur)\n")),
     (["--register", "R300"], ("regtune: error: --register R300: the linear-scan plan puts no value in such a "
@@ -68,6 +71,45 @@ def test_screenshot_refuses_unknown_values_in_one_line(qtbot, tmp_path, capsys, 
     assert command(["screenshot", *flags, "--out", str(out)]) == 2
     assert capsys.readouterr().err == message
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--select", "%nonexistent"], "--select %nonexistent: the mha heads 32"),
+    (["--arch", "sm_75"], "--arch sm_75: unknown architecture for the window (known: sm_80, sm_90)"),
+    (["--out-dir", "/etc/passwd"], "--out-dir /etc/passwd: is a file, not a folder"),
+    (["--out", "/etc/passwd/x.png"], "--out"),
+    (["--size", "99x99"], "--size 99x99: give WIDTHxHEIGHT in pixels, each 320..8192"),
+    (["--view", "nowhere"], "--view nowhere: unknown view"),
+])
+def test_screenshot_refuses_a_bad_value_before_building_anything(tmp_path, flags, message):
+    """Issue 22: --select, --arch and --out-dir were refused after the program and its plans were made in the
+    window (5 s to 104 s). Each is one line now, from a process that never imported Qt: no window was made, so
+    no plan either (``-X importtime`` lists every module the process imported)."""
+    import time
+
+    extra = [] if any(f.startswith("--out") for f in flags) else ["--out", str(tmp_path / "never.png")]
+    mha = ["--mha", "--heads", "32", "--batch", "64", "--head-dim", "256", "--groups", "8"]
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "gui.entry", "screenshot", *mha, *flags,
+                          *extra], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+    elapsed = time.perf_counter() - start
+    imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
+    said = [line for line in run.stderr.splitlines() if not line.startswith("import time:")]
+    assert run.returncode == 2 and len(said) == 1 and said[0].startswith(f"regtune: error: {message}"), said
+    assert imported and not any(m.startswith(("PySide6", "pyqtgraph", "gui.qt")) for m in imported)
+    assert not (tmp_path / "never.png").exists()
+    assert elapsed < 30, f"refused after {elapsed:.1f} s"
+
+
+def test_screenshot_out_dir_writes_each_view_and_arch_picks_the_sass_views_arch(qtbot, tmp_path, capsys):
+    folder = tmp_path / "pictures"
+    assert command(["screenshot", "--gemm", "2x2x2", "--view", "all", "--arch", "sm_90", "--size", "1280x800",
+                    "--out-dir", str(folder)]) == 0
+    names = ["window", "timeline", "graph", "compare", "sass", "sweep", "diff"]
+    assert capsys.readouterr().out.split() == [str(folder / f"{n}.png") for n in names]
+    image = QImage(str(folder / "window.png"))
+    assert (image.width(), image.height()) == (1280, 800)
+    assert all(not QImage(str(folder / f"{n}.png")).isNull() for n in names)
 
 
 def test_screenshot_shows_an_mha_config_with_the_mha_flags_of_the_other_commands(qtbot, tmp_path, capsys):

@@ -178,3 +178,76 @@ def test_the_view_reads_from_ten_to_ten_thousand_values(qtbot, size):
         assert n >= 10_000 and m.side <= 2048 and m.per_pixel > 1
         assert "one pixel = " in view.caption.text()
     assert (first_registers(a.names, plan.assignment)[m.order] >= 0).all()
+
+
+# -- issue 22: the matrix fills its axes, the pane says what to do, many neighbours are grouped ----------------
+
+def _click_cell(g, row: int, col: int) -> None:
+    QTest.mouseClick(g.matrix_plot.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     _viewport_point(g, row, col))
+    QApplication.processEvents()
+
+
+@pytest.mark.parametrize("size", [(1500, 950), (1280, 800)])
+def test_the_matrix_fills_its_axes(window, size):
+    window.resize(*size)
+    QApplication.processEvents()
+    g = window.graph
+    (x0, x1), (y0, y1) = g.matrix_plot.getViewBox().viewRange()
+    side = g.matrix.side
+    assert (x0, x1) == pytest.approx((0, side), abs=side * 0.01)
+    assert (y0, y1) == pytest.approx((0, side), abs=side * 0.01)      # not -100..600 for 469 rows
+
+
+def test_the_neighbourhood_pane_says_what_to_do_until_a_value_is_selected(window):
+    g = window.graph
+    assert window.doc.selection is None
+    assert g.hint.isVisible() and not g.plot.isVisible()
+    assert g.hint.text().startswith("Select a value to see its neighbourhood here: click a cell of the matrix")
+    a = window.doc.analysis()
+    row = int(np.flatnonzero(g.matrix.order == a.index["acc_1_2"])[0])
+    _click_cell(g, row, row)
+    assert window.doc.selection == "acc_1_2"
+    assert g.plot.isVisible() and not g.hint.isVisible() and g.shown[0] == "acc_1_2"
+
+
+def test_above_a_hundred_neighbours_they_are_grouped_and_one_group_can_be_shown(window):
+    g = window.graph
+    a = window.doc.analysis()
+    degree = {n: len(neighbours(a.interference, n)) for n in a.names if a.widths[a.index[n]]}
+    busy = max(degree, key=degree.get)
+    assert degree[busy] > 100
+    row = int(np.flatnonzero(g.matrix.order == a.index[busy])[0])
+    _click_cell(g, row, row)
+    assert window.doc.selection == busy
+    # auto: by role, one node per group and the centre
+    roles = {r for r in (g.groups and [gr.label for gr in g.groups])}
+    assert roles and roles <= {"A fragment", "B fragment", "accumulator", "address", "index", "scalar", "predicate"}
+    assert len(g.graph_item.pos) == 1 + len(g.groups)
+    assert sum(len(gr.members) for gr in g.groups) == degree[busy]
+    assert f"{degree[busy]} neighbours in {len(g.groups)} groups by role" in g.neighbourhood_caption.text()
+    assert [item.toPlainText() for item in g.group_labels if item.isVisible()] == \
+        [f"{gr.label} \u00d7{len(gr.members)}" for gr in g.groups]
+    # the user filters: the 'show' box, by keyboard, picks the first group and its values are drawn one by one
+    g.filter_box.setFocus()
+    QTest.keyClick(g.filter_box, Qt.Key.Key_Down)
+    QApplication.processEvents()
+    first = g.groups[0]
+    assert g.filter_box.currentIndex() == 1
+    assert g.shown == [busy] + [a.names[v] for v in first.members.tolist()]
+    assert g.neighbourhood_caption.text().startswith(f"{first.label} only: %{busy} and its neighbours")
+    # grouped by register instead
+    g.group_box.setFocus()
+    QTest.keyClick(g.group_box, Qt.Key.Key_Down)
+    QTest.keyClick(g.group_box, Qt.Key.Key_Down)
+    QApplication.processEvents()
+    assert g.grouping == "register" and g.filter_box.currentIndex() == 0
+    regs = first_registers(a.names, window.doc.plan.assignment)
+    assert [gr.label for gr in g.groups] == [f"R{r}" for r in sorted({int(regs[a.index[n]])
+                                                                     for n in neighbours(a.interference, busy)})]
+    # a few neighbours: drawn one by one (auto does not group)
+    window.doc.select("acc_1_2")
+    QApplication.processEvents()
+    g.group_box.setCurrentIndex(0)
+    assert degree["acc_1_2"] <= 100 and g.groups == [] and g.shown[0] == "acc_1_2"
+    assert not g.filter_box.isEnabled()

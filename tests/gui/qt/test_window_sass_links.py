@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.alloc.hand import Move
 from engine.analysis.liveness import analyze
+from gui.model.timeline import SASS_UNMAPPED, sass_chains
 from engine.workloads import BuildOptions
 from gui.qt.qt_compare import QtSassView
 from gui.qt.qt_main_window import QtMainWindow
@@ -84,7 +85,9 @@ def test_a_plan_instruction_marks_its_sass_instructions(window, measured):
     texts = m.sass_liveness("sm_80").texts
     assert [_opcode(texts[r]) for r in rows] == ["FFMA"] * len(rows)
     assert list(view.timeline.linked_item.opts["x0"]) == [float(r) for r in rows]
-    assert [s.cursor.blockNumber() for s in view.text.extraSelections()] == list(rows)
+    assert view.listing.rows_model.linked == set(rows)            # the listing marks the same rows
+    assert view.listing.rows_model.data(view.listing.rows_model.index(rows[0], 1),
+                                        Qt.ItemDataRole.BackgroundRole).name() == "#fff3b0"
     # another arch: the same plan instruction, that arch's SASS
     view.arch.setCurrentText("sm_90")
     QApplication.processEvents()
@@ -123,6 +126,9 @@ def test_a_kernel_of_an_older_plan_links_nothing(window, measured):
     window.doc.select_instruction(5)
     _click(view.timeline, 20.5, -0.4)
     assert window.doc.instruction == 5 and view.timeline.linked == ()
+    # nothing ties its ranges to the plan any more: every one is grey, and no row names a plan instruction
+    assert list(view.timeline.data.role_bars()) == [SASS_UNMAPPED]
+    assert all(r.ir is None for r in view.rows)
 
 
 def _marked_ranges(m, arch: str, rows) -> set[int]:
@@ -263,3 +269,230 @@ def test_listings_that_do_not_align_draw_no_stalls(qtbot, measured):
 def _opcode_of(lines, offset: str) -> str:
     line = next(line for line in lines if offset in line)
     return _opcode(line.split(offset, 1)[1].split(";")[0])
+
+
+# -- the listing: a table with Nsight Compute's Source-page columns, clicked with real events ---------------
+
+def _click_row(table, row: int, column: int = 1, double: bool = False) -> None:
+    """A real left click (or double click) on the listing's cell ``row``, ``column``."""
+    index = table.model().index(row, column)
+    table.scrollTo(index)
+    QApplication.processEvents()
+    centre = table.visualRect(index).center()
+    if double:
+        QTest.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
+    else:
+        QTest.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
+    QApplication.processEvents()
+
+
+def test_a_single_click_on_a_sass_line_selects_it_and_its_plan_instruction(window, measured):
+    plan, m = measured
+    view = window.sass_view
+    sass, mapped = m.sass_liveness("sm_80"), m.sass["sm_80"].ir_map
+    row = next(i for i, t in enumerate(sass.texts) if _opcode(t) == "FFMA" and i > 20)
+    before = window.doc.instruction
+    _click_row(view.listing, row)
+    ir = mapped.ir[row]
+    assert ir is not None and ir != before and window.doc.instruction == ir
+    assert plan.program.instructions[ir].opcode == "fma"
+    assert window.instructions.list.currentRow() == ir               # the plan's views show it
+    model = view.listing.rows_model
+    assert model.clicked == row and view.row == row
+    assert model.data(model.index(row, 0), Qt.ItemDataRole.BackgroundRole).name() == "#ffd700"
+    assert row in view.timeline.linked and view.timeline.linked == mapped.sass_of(ir)
+    assert view.timeline.instruction == row                          # the timeline's cursor on the same row
+    # another row, by its plan-instruction cell: a click anywhere on the row selects it
+    other = next(i for i, t in enumerate(sass.texts) if _opcode(t) == "LDG")
+    _click_row(view.listing, other, column=4)
+    assert window.doc.instruction == mapped.ir[other] and model.clicked == other
+    # a double click selects the row too (there is no text to select)
+    _click_row(view.listing, row, double=True)
+    assert window.doc.instruction == ir and model.clicked == row
+
+
+def test_the_listing_has_live_registers_stall_cycles_and_the_plan_instruction_of_each_row(window, measured):
+    plan, m = measured
+    view = window.sass_view
+    for arch in ("sm_80", "sm_90"):
+        view.arch.setCurrentText(arch)
+        QApplication.processEvents()
+        sass, mapped = m.sass_liveness(arch), m.sass[arch].ir_map
+        stalls = [ins.control.stall for ins in parse_hex(m.listings.hex[arch]).instructions[:len(sass.texts)]]
+        model = view.listing.rows_model
+        assert model.rowCount() == len(sass.texts)
+        def cell(r, c, model=model):
+            return model.data(model.index(r, c))
+
+        assert [cell(r, 1) for r in range(len(sass.texts))] == list(sass.texts)
+        assert [int(cell(r, 2)) for r in range(len(sass.texts))] == sass.pressure.tolist()
+        assert [int(cell(r, 3)) for r in range(len(sass.texts))] == stalls
+        code = plan.program.instructions
+        for r, ir in enumerate(mapped.ir):
+            text = cell(r, 4)
+            assert (text == "") if ir is None else text.startswith(f"{ir}: {code[ir].opcode}")
+        assert sum(1 for r in range(len(sass.texts)) if cell(r, 4)) == mapped.mapped > 0
+        assert "stall" in model.data(model.index(0, 3), Qt.ItemDataRole.ToolTipRole)
+
+
+def _cut(table) -> list[tuple[int, int]]:
+    """The (row, column) cells whose text is wider than their column (what an elided cell would hide)."""
+    metrics = table.fontMetrics()
+    model = table.model()
+    return [(r, c) for c in range(model.columnCount()) for r in range(model.rowCount())
+            if metrics.horizontalAdvance(model.data(model.index(r, c))) + 6 > table.columnWidth(c)]
+
+
+@pytest.mark.parametrize("size", [(1500, 950), (1280, 800)])
+def test_the_sass_listing_is_never_cut_at_the_right(window, measured, size):
+    window.resize(*size)
+    QApplication.processEvents()
+    table = window.sass_view.listing
+    assert table.textElideMode() == Qt.TextElideMode.ElideNone and not table.wordWrap()
+    assert _cut(table) == []
+    # the widest SASS line can be scrolled into full view: the columns' width is the scrollable width
+    longest = max(range(table.model().rowCount()), key=lambda r: len(table.row_text(r)))
+    whole = sum(table.columnWidth(c) for c in range(table.model().columnCount()))
+    bar = table.horizontalScrollBar()
+    assert whole <= table.viewport().width() + bar.maximum() + 1
+    assert table.model().data(table.model().index(longest, 1), Qt.ItemDataRole.ToolTipRole) == \
+        table.row_text(longest)
+
+
+def test_sass_live_ranges_take_the_colour_of_the_plan_value_they_came_from(window, measured):
+    plan, m = measured
+    view = window.sass_view
+    sass, mapped = m.sass_liveness("sm_80"), m.sass["sm_80"].ir_map
+    roles = view.timeline.data.roles
+    code = plan.program.instructions
+    chain = sass_chains(sass)
+    first = {}
+    for k in np.argsort(sass.start, kind="stable").tolist():
+        first.setdefault(int(chain[k]), k)
+    by_role = {}
+    for k, role in enumerate(roles):
+        head = first[int(chain[k])]
+        ir = mapped.ir[int(sass.start[head])] if sass.defined[head] else None
+        if ir is None or not code[ir].defs:
+            assert role == SASS_UNMAPPED, (k, role)
+        else:
+            by_role.setdefault(role, set()).add(code[ir].defs[0].name.split("_")[0])
+    # what an FFMA writes is an accumulator, what an LDG of A writes an A fragment; the rest grey
+    assert {"accumulator", "A fragment", "B fragment"} <= set(by_role) and "acc" in by_role["accumulator"]
+    assert SASS_UNMAPPED in roles                      # the kernel's own set-up (the stack pointer, indices)
+    drawn = view.timeline.data.role_bars()
+    assert SASS_UNMAPPED in drawn and "accumulator" in drawn
+    items = view.timeline.bar_items
+    assert items["accumulator"].opts["brush"] != items[SASS_UNMAPPED].opts["brush"]
+
+
+# -- issue 22: the diff view and the pressure CSV, from the window ------------------------------------------
+
+def _click_tab(tabs, widget) -> None:
+    bar = tabs.tabBar()
+    QTest.mouseClick(bar, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     bar.tabRect(tabs.indexOf(widget)).center())
+    QApplication.processEvents()
+
+
+def test_the_diff_tab_sets_sm_80_against_sm_90_and_marks_what_differs(window, measured):
+    _plan, m = measured
+    _click_tab(window.tabs, window.diff)
+    view = window.diff
+    assert view.left_box.currentText() == "SASS sm_80: linear-scan"
+    assert view.right_box.currentText() == "SASS sm_90: linear-scan"
+    a, b = list(m.sass_liveness("sm_80").texts), list(m.sass_liveness("sm_90").texts)
+    rows = view.rows
+    assert [r.left for r in rows if r.left is not None] == a and [r.right for r in rows if r.right is not None] == b
+    assert all((r.left == r.right) == (r.kind == "same") for r in rows)
+    assert all(r.kind not in ("registers", "operands") or (r.left != r.right and r.left.split()[0] == r.right.split()[0]) for r in rows)
+    assert {r.kind for r in rows} - {"same"}                        # the two archs' kernels differ somewhere
+    model = view.table.model()
+    k = next(i for i, r in enumerate(rows) if r.kind != "same")
+    tint = model.data(model.index(k, 0), Qt.ItemDataRole.BackgroundRole)
+    assert tint is not None and tint.name() in ("#ffe0a3", "#d9e4ff", "#ffc9c9", "#c8ecc8")
+    assert "only on the right" in view.caption.text() and "sm_80: linear-scan against SASS sm_90" in view.caption.text()
+
+
+def test_the_diff_tab_compares_two_plans_chosen_with_the_keyboard(window):
+    _click_tab(window.tabs, window.diff)
+    view = window.diff
+    view.left_box.setFocus()
+    target = view.left_box.findText("plan: linear-scan")
+    while view.left_box.currentIndex() != target:               # keys, as a user picks the entry
+        QTest.keyClick(view.left_box, Qt.Key.Key_Down if view.left_box.currentIndex() < target else Qt.Key.Key_Up)
+    view.right_box.setFocus()
+    target = view.right_box.findText("plan: dsatur")
+    while view.right_box.currentIndex() != target:
+        QTest.keyClick(view.right_box, Qt.Key.Key_Down if view.right_box.currentIndex() < target else Qt.Key.Key_Up)
+    QApplication.processEvents()
+    left, right = window.doc.session.plans["linear-scan"], window.doc.session.plans["dsatur"]
+    assert str(left.program) == str(right.program)                 # one program: only registers can differ
+    rows = view.rows
+    assert {r.kind for r in rows} <= {"same", "registers"} and len(rows) == len(left.program.instructions)
+    differ = [i for i, ins in enumerate(left.program.instructions)
+              if any(left.assignment.get(d.name) != right.assignment.get(d.name) for d in ins.defs)]
+    assert [i for i, r in enumerate(rows) if r.kind == "registers"] == differ and differ
+    tip = view.table.model().data(view.table.model().index(differ[0], 1), Qt.ItemDataRole.ToolTipRole)
+    assert "registers differ: R" in tip
+
+
+def test_file_export_pressure_writes_the_plan_and_sass_rows_as_csv(window, measured, tmp_path):
+    import csv
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QFileDialog, QLineEdit
+
+    plan, m = measured
+    path = tmp_path / "pressure.csv"
+
+    typed = []
+
+    def type_the_name():
+        """Once the dialog is up: the file name typed into it and Return pressed (tried every 100 ms)."""
+        dialog = next((w for w in QApplication.topLevelWidgets() if isinstance(w, QFileDialog) and w.isVisible()),
+                      None)
+        if dialog is None:
+            typed.append(None)
+            if len(typed) < 100:
+                QTimer.singleShot(100, type_the_name)
+            return
+        name = dialog.findChild(QLineEdit, "fileNameEdit")          # Qt's own dialog: its file-name field
+        typed.append(str(path))
+        if name is not None:
+            name.setFocus()
+            name.selectAll()
+            QTest.keyClicks(name, str(path))
+            QTest.keyClick(name, Qt.Key.Key_Return)
+        if dialog.isVisible():       # never left open (a test run must end): the name chosen as typed
+            dialog.selectFile(str(path))
+            dialog.accept()
+
+    QTimer.singleShot(100, type_the_name)
+    QTest.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    QApplication.processEvents()
+    assert typed[-1:] == [str(path)], "the file dialog did not open"
+    rows = list(csv.DictReader(path.open()))
+    planned = [r for r in rows if r["source"] == "plan"]
+    assert [int(r["live_registers"]) for r in planned] == window.doc.analysis().pressure.tolist()
+    for arch in ("sm_80", "sm_90"):
+        sass = [r for r in rows if r["source"] == "sass" and r["arch"] == arch]
+        assert [int(r["live_registers"]) for r in sass] == m.sass_liveness(arch).pressure.tolist()
+        ir = m.sass[arch].ir_map.ir
+        assert [r["plan_instruction"] for r in sass] == ["" if i is None else str(i) for i in ir]
+    assert f"wrote the pressure of linear-scan to {path}" == window.status_text.text()
+
+
+def test_the_marked_sass_row_is_in_view_when_the_tab_is_shown(window, measured):
+    plan, m = measured
+    fma = max(i for i, ins in enumerate(plan.program.instructions) if ins.opcode == "fma")
+    window.tabs.setCurrentWidget(window.timeline)
+    QApplication.processEvents()
+    window.doc.select_instruction(fma)                  # chosen while the SASS tab is hidden
+    QApplication.processEvents()
+    _click_tab(window.tabs, window.sass_view)
+    QApplication.processEvents()
+    table = window.sass_view.listing
+    row = m.sass["sm_80"].ir_map.sass_of(fma)[0]
+    rect = table.visualRect(table.model().index(row, 1))
+    assert table.viewport().rect().contains(rect.center()), (row, rect)

@@ -114,3 +114,24 @@ def test_undo_and_redo_buttons_keep_one_word_so_build_and_measure_stays_put(qtbo
     window.undo_action.trigger()
     QApplication.processEvents()
     assert build.x() == x and bar.widgetForAction(window.redo_action).text() == "Redo"
+
+
+def test_mha_values_are_named_q_k_v_scores_softmax_state_and_output(qtbot):
+    """Issue 22: MHA values were labelled 'A fragment / B fragment / accumulator'."""
+    window = QtMainWindow(restore=False, start_jobs=False)
+    qtbot.addWidget(window)
+    window.resize(1500, 950)
+    window.show()
+    window.allocate_now({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 2, "seq_len": 2048,
+                         "dtype": "f32"}, {})
+    _click_tab(window.tabs, window.timeline)
+    legend = [label.text for _sample, label in window.timeline.legend.items]
+    assert {"Q", "K", "V", "scores", "softmax state", "output"} <= set(legend)
+    assert not {"A fragment", "B fragment", "accumulator"} & set(legend)
+    _click_tab(window.side_tabs, window.table)
+    model = window.table.view.model()
+    role_column = next(c for c in range(model.columnCount())
+                       if model.headerData(c, Qt.Orientation.Horizontal) == "role")
+    roles = {model.index(r, 0).data(): model.index(r, role_column).data() for r in range(model.rowCount())}
+    assert roles["%q_0_0"] == "Q" and roles["%k_0_0"] == "K" and roles["%v_0_0"] == "V"
+    assert roles["%s_0_0"] == "scores" and roles["%m_0"] == "softmax state" and roles["%o_0_0"] == "output"
