@@ -29,7 +29,7 @@ from engine.alloc import ALLOCATORS, allocate
 from engine.base.limits import MAX_REGISTERS
 from engine.base.process import configure_process
 from engine.check.verify import ReferenceRuns, verify_execution
-from engine.predict import execution_figures, planned
+from engine.predict import execution_figures, predicted_plan
 from engine.workloads import input_model
 from engine.workloads.mha import Mha, build_mha
 
@@ -64,7 +64,7 @@ def measure(repeat: int) -> dict:
     rows, loops = {}, []
     for name in sorted(ALLOCATORS):
         allocation = allocate(name, program, MAX_REGISTERS)
-        plan = planned(allocation, workload=EXAMPLE.as_dict(), options=options)
+        plan = predicted_plan(allocation, workload=EXAMPLE.as_dict(), options=options)
         check_s, both_s = [], []
         for _ in range(repeat):
             loops.append(reference_loop())

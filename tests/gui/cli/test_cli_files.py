@@ -189,7 +189,7 @@ def test_the_readme_examples_run_from_any_folder_with_the_shipped_example(tmp_pa
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     readme = (root / "README.md").read_text()
     assert "source .venv/bin/activate" in readme and "resources/examples" not in readme
     lines = [line.split("#")[0].split() for line in readme.splitlines()

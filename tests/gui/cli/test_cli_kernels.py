@@ -353,7 +353,7 @@ def test_compare_help_the_unknown_metric_error_and_the_readme_list_the_same_metr
     assert main(["compare", "gemm", "--m", "2", "--n", "2", "--k", "2", "--metrics", "nope"]) == 2
     said = re.search(r"\(known: (.*)\)", capsys.readouterr().err).group(1)
     assert said.split(", ") == list(METRICS)
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text().split())
     chosen = re.search(r"`--metrics` chooses the rows \((.*?); `compare --help`", readme).group(1)
     assert re.findall(r"`([a-z-]+)`", chosen) == list(METRICS)
 

@@ -91,7 +91,7 @@ def test_screenshot_refuses_a_bad_value_before_building_anything(tmp_path, flags
     mha = ["--mha", "--heads", "32", "--batch", "64", "--head-dim", "256", "--groups", "8"]
     start = time.perf_counter()
     run = subprocess.run([sys.executable, "-X", "importtime", "-m", "gui.entry", "screenshot", *mha, *flags,
-                          *extra], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+                          *extra], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[3])
     elapsed = time.perf_counter() - start
     imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
     said = [line for line in run.stderr.splitlines() if not line.startswith("import time:")]

@@ -14,7 +14,7 @@ from engine.plan import registers_used
 from gui.qt.qt_compare import QtBudgetSweep, QtComparePanel, QtSassView, symlog
 from kernels.pipeline import budget_sweep, measure, sweep_caps
 from kernels.report import planned
-from tests.gui.windows import open_window
+from tests.gui.qt.windows import open_window
 from tests.kernels.conftest import gemm_plan
 
 
