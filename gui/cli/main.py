@@ -346,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("report", CLAIMS, _report_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
     add_kernel_commands(sub, workload_flags)
+    sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
     sub.command("screenshot", "render the window offscreen to a PNG", _screenshot_flags)
     parser.add_argument("--version", action=_Version)

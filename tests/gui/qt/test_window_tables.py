@@ -123,7 +123,7 @@ def test_mha_values_are_named_q_k_v_scores_softmax_state_and_output(qtbot):
     window.resize(1500, 950)
     window.show()
     window.allocate_now({"kind": "mha", "heads": 32, "batch": 64, "head_dim": 64, "groups": 2, "seq_len": 2048,
-                         "dtype": "f32"}, {})
+                         "dtype": "f32"}, BuildOptions())
     _click_tab(window.tabs, window.timeline)
     legend = [label.text for _sample, label in window.timeline.legend.items]
     assert {"Q", "K", "V", "scores", "softmax state", "output"} <= set(legend)
