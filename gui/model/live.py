@@ -30,7 +30,8 @@ def live_lines(figures, plan_registers: int, plan_maxlive: int, seconds: float) 
     figures."""
     if not hasattr(figures, "ptxas"):
         return [f"plan PTX: {figures.reason}"]
-    ran = "cached, no tool ran" if figures.cached else "ptxas and nvdisasm ran"
+    runs = [k for k in figures.timings_ms if k != "emit"]          # the tool runs that ran (the rest were cached)
+    ran = f"{len(runs)} tool runs ({', '.join(runs)})" if runs else "cached, no tool ran"
     lines = [f"plan PTX (ptxas on the plan as written): figures in {seconds:.2f} s, {ran}",
              f"plan: {counted(plan_registers, 'register')}, MAXLIVE {plan_maxlive}"]
     for arch, at in figures.ptxas.items():

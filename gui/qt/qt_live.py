@@ -67,7 +67,6 @@ class LiveFigures(QObject):
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.timeout.connect(self._start)
-        self.asked: tuple | None = None        # (plan, time of the edit) of the request on its way
         self.shown: tuple | None = None        # (plan, seconds, figures) last shown
         self.edited_at = 0.0
 
@@ -84,7 +83,6 @@ class LiveFigures(QObject):
         if plan is None:
             return
         asked = (plan, self.edited_at)
-        self.asked = asked
         self.jobs.start("live-ptx", _live_job, (plan, self.archs), on_done=lambda r: self._done(asked, r),
                         on_error=lambda m, _d: self._done(asked, None, m))
 
