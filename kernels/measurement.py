@@ -288,6 +288,10 @@ class GpuRun(_Record):
     reference_ms: dict | None = None
     #: the ``max_registers`` the kernel was jitted with (the plan cap), None: no cap
     max_registers: int | None = None
+    #: a plan-PTX launch only (:func:`kernels.run.run_plan_ptx_on_gpu`): ptxas's own register count for the
+    #: cubin the driver loaded, and the architecture it was assembled for
+    ptxas_registers: int | None = None
+    arch: str | None = None
 
     def __str__(self) -> str:
         return f"{'ok' if self.ok else 'MISMATCH'} (max err {self.max_error:.2g})"

@@ -281,6 +281,44 @@ def run_on_gpu(plan: Plan, spills: str = "plan", timeout: float = GPU_TIMEOUT_S,
     return gpu_from_dict(run_worker(request, simulator=False, timeout=timeout, memory_mb=None))
 
 
+def ptx_param_types(plan: Plan) -> list[str]:
+    """The IR type of each plan-PTX kernel parameter, in order (``u64``: an array), ``spill_zero``'s ``i32`` last.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block entry\\n  %pa:u64 = param A\\n  %n:i32 = param n\\n  exit\\n")
+    >>> ptx_param_types(Plan(p, {"pa": [0, 1], "n": [2]}, {}, 255, "hand"))
+    ['u64', 'i32', 'i32']
+    """
+    return [ins.defs[0].type for ins in plan.program.instructions if ins.opcode == "param"] + ["i32"]
+
+
+def run_plan_ptx_on_gpu(plan: Plan, timeout: float = GPU_TIMEOUT_S, device: str | None = None, repeats: int = 20,
+                        batch: int | None = None):
+    """The plan's own PTX (:func:`kernels.plan_ptx.plan_ptx`, volatile spill code) launched, checked and timed on
+    the GPU like :func:`run_on_gpu`: ptxas of this toolchain assembles it for the device's architecture at the
+    plan cap, numba-cuda's driver API loads and launches it on the Numba kernel harness's inputs and grid. A
+    :class:`~kernels.measurement.GpuRun` (with ``ptxas_registers`` and ``arch``), or an ``Unavailable`` saying
+    why there is none (``"no CUDA device"`` when ``device`` is None, the emitter's refusal)."""
+    from kernels.measurement import Unavailable, gpu_from_dict
+    from kernels.plan_ptx import PlanPtxError, plan_ptx
+
+    if device is None:
+        return Unavailable("no CUDA device")
+    try:
+        ptx = plan_ptx(plan, DEFAULT_ARCH)
+    except PlanPtxError as e:
+        return Unavailable(f"no plan PTX: {e}")
+    source = kernel_source(plan, "plan")
+    request = {"source": source.text, "kernel": source.name, "mode": "gpu-ptx", "repeats": repeats,
+               "ptx": ptx.text, "entry": ptx.entry, "params": list(ptx.params), "param_types": ptx_param_types(plan),
+               "max_registers": plan_register_cap(load_arch(DEFAULT_ARCH), ptx.registers)}
+    if batch:
+        request["batch"] = batch
+    return gpu_from_dict(run_worker(request, simulator=False, timeout=timeout, memory_mb=None))
+
+
 def build_in_worker(plan: Plan, archs=DEFAULT_BUILD_ARCHS, skip_simulator: str = "", timeout: float = 900,
                     progress: Progress | None = None):
     """:func:`kernels.pipeline.measure` of ``plan`` in a worker process (the window's Build & measure).

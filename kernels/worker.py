@@ -7,7 +7,9 @@ with a time limit). In simulator mode the parent sets
 
 Requests: ``{"mode": "simulator" | "gpu", "source": TEXT, "kernel": NAME, ...}`` run a
 kernel (a simulator request may add ``"reference_source"`` and ``"reference_kernel"``: the
-kernel without the plan's spill code, run on the same inputs and compared); ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
+kernel without the plan's spill code, run on the same inputs and compared); ``{"mode": "gpu-ptx", "source": TEXT,
+"ptx": PTX, "entry": NAME, "param_types": [...], ...}`` launches the plan's own PTX (:mod:`kernels.plan_ptx`) on
+the GPU with the Numba kernel module's harness (inputs, grid, check); ``{"mode": "ptx", "source": TEXT, "kernel": NAME, "signature": S, "cc": [8, 0]}`` compiles
 one with NVVM; ``{"mode": "build", "plan": PLAN, "archs": [...]}`` and ``{"mode": "sweep", "plan":
 PLAN, "arch": A, "start": N, "stop": N}`` run :mod:`kernels.pipeline`'s measure and budget sweep.
 Reply (stdout, one JSON object): the result, or ``{"error": "one line"}``.
@@ -265,6 +267,113 @@ def gpu(request: dict) -> dict:
     return result
 
 
+def ptx_arguments(values, types, pointer) -> list:
+    """The plan PTX's kernel arguments as ctypes values, in its parameter order: ``values`` are the harness's
+    launch arguments (arrays, scalars, then ``spill_zero``), ``types`` the IR type of each (``u64`` an array;
+    ``spill_zero`` is ``i32``), ``pointer(array)`` an array's device address.
+
+    An array is the seven ``.u64`` numba passes (:data:`kernels.plan_ptx.PARAM_TYPES`): meminfo and parent (0:
+    the PTX never reads them), its item count and item size, its data pointer, its one extent and stride (in
+    bytes); ``f32``/``f64`` as ``c_float``/``c_double``, ``i32`` as ``c_uint32`` of its 32 bits, ``pred`` as
+    ``c_uint8``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.zeros(6, dtype=np.float32)
+    >>> args = ptx_arguments([a, 2.5, 3, np.int32(0)], ["u64", "f32", "i32", "i32"], lambda x: 4096)
+    >>> [type(v).__name__ for v in args]
+    ['c_ulong', 'c_ulong', 'c_ulong', 'c_ulong', 'c_ulong', 'c_ulong', 'c_ulong', 'c_float', 'c_uint', 'c_uint']
+    >>> [v.value for v in args[:7]]
+    [0, 0, 6, 4, 4096, 6, 4]
+    """
+    import ctypes
+
+    if len(values) != len(types):
+        raise ValueError(f"{len(values)} launch arguments for {len(types)} PTX parameters")
+    out: list = []
+    for value, t in zip(values, types):
+        if t == "u64":
+            if len(value.shape) != 1:
+                raise ValueError(f"the plan PTX takes one-dimensional arrays, not shape {tuple(value.shape)}")
+            out += [ctypes.c_uint64(0), ctypes.c_uint64(0), ctypes.c_uint64(value.size),
+                    ctypes.c_uint64(value.dtype.itemsize), ctypes.c_uint64(pointer(value)),
+                    ctypes.c_uint64(value.shape[0]), ctypes.c_uint64(value.strides[0])]
+        elif t == "f32":
+            out.append(ctypes.c_float(float(value)))
+        elif t == "f64":
+            out.append(ctypes.c_double(float(value)))
+        elif t == "i32":
+            out.append(ctypes.c_uint32(int(value) & 0xFFFFFFFF))
+        elif t == "pred":
+            out.append(ctypes.c_uint8(1 if value else 0))
+        else:
+            raise ValueError(f"no plan PTX parameter of type {t}")
+    return out
+
+
+def gpu_ptx(request: dict) -> dict:
+    """The plan's own PTX on the GPU: assembled by the toolchain's ptxas for the device's architecture at the
+    request's cap, loaded through numba-cuda's driver API, launched on the harness's inputs and grid, checked
+    against numpy and timed with CUDA events like the Numba kernel (:func:`gpu`)."""
+    from numba import cuda
+    from numba.cuda.cudadrv import driver
+
+    from kernels.toolchain import ptxas
+
+    if not cuda.is_available():
+        return {"error": "no CUDA device"}
+    m = _module(request["source"])
+    if tuple(request["params"]) != tuple(m.PARAMS):
+        return {"error": f"the plan PTX's parameters {request['params']} are not the harness's {list(m.PARAMS)}"}
+    run = m.gpu_run(request)
+    device = cuda.get_current_device()
+    major, minor = device.compute_capability
+    arch = f"sm_{major}{minor}" + ("a" if major >= 9 and request.get("arch_specific") else "")
+    lines = request["ptx"].split("\n")
+    text = "\n".join(f".target {arch}" if line.startswith(".target ") else line for line in lines)
+    report, cubin = ptxas(text, arch, request.get("max_registers"))
+    ctx = cuda.current_context()
+    module = ctx.create_module_image(cubin)
+    function = module.get_function(request["entry"])
+    inputs = run["inputs"]
+    import numpy as np
+
+    arrays = {name: cuda.to_device(np.array(inputs[name], copy=True)) for name in m.ARRAYS}
+    args = ptx_arguments(m.launch_args(inputs, arrays), request["param_types"], lambda a: a.device_ctypes_pointer.value)
+    blocks, threads = run["grid"]
+    blocks = tuple(blocks) if isinstance(blocks, (tuple, list)) else (blocks,)
+    threads = tuple(threads) if isinstance(threads, (tuple, list)) else (threads,)
+    gx, gy, gz = (*blocks, 1, 1)[:3]
+    bx, by, bz = (*threads, 1, 1)[:3]
+
+    def launch():
+        driver.launch_kernel(function.handle, gx, gy, gz, bx, by, bz, 0, 0, args)
+
+    launch()
+    cuda.synchronize()
+    output = {name: arrays[name].copy_to_host() for name in m.ARRAYS}
+    error, ok = _check(m, run, output)
+    repeats = request.get("repeats", 20)
+    for _ in range(3):
+        launch()
+    cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, stop = cuda.event(timing=True), cuda.event(timing=True)
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    attrs = function.read_func_attr_all()
+    return {"ok": ok, "max_error": error, "tolerance": m.TOLERANCE,
+            "device": device.name.decode() if isinstance(device.name, bytes) else str(device.name),
+            "median_ms": statistics.median(times), "repeats": repeats, "batch": run["batch"],
+            "registers": attrs.regs, "local_bytes": attrs.local, "max_registers": request.get("max_registers"),
+            "ptxas_registers": report.registers, "arch": arch}
+
+
 def build(request: dict) -> dict:
     """:func:`kernels.pipeline.measure` of the request's plan: the report, the source, PTX and SASS listings."""
     from engine.planfile import plan_from_dict
@@ -317,7 +426,7 @@ def ptx(request: dict) -> dict:
                                    bool(request.get("lineinfo", False)))}
 
 
-MODES = {"simulator": simulate, "gpu": gpu, "build": build, "sweep": budget_sweep_mode, "ptx": ptx}
+MODES = {"simulator": simulate, "gpu": gpu, "gpu-ptx": gpu_ptx, "build": build, "sweep": budget_sweep_mode, "ptx": ptx}
 
 
 def _watch_parent(parent: int) -> None:

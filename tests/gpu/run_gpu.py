@@ -112,17 +112,25 @@ def measured_row(label: str, arch: str) -> dict:
     """A config through the compare pipeline: built, timed on the GPU, model times from the plan and the SASS."""
     from kernels.measurement import Unavailable
     from kernels.pipeline import measure
+    from kernels.run import run_plan_ptx_on_gpu
+    from kernels.toolchain import cuda_device
 
     plan = best_plan(label)
     m = measure(plan, (arch,), skip_simulator="not run (tests/gpu/run_gpu.py times the GPU instead)")
     gpu = m.gpu
     no = str(gpu) if isinstance(gpu, Unavailable) else None
+    ptx = run_plan_ptx_on_gpu(plan, device=cuda_device(), repeats=REPEATS)
     return {"config": label, "allocator": plan.allocator, "plan_registers": registers_used(plan.assignment),
             "model_time": {s: _figure(t) for s, t in m.model_time.get(arch, {}).items()},
             "measured_ms": no or gpu.median_ms, "repeats": no or gpu.repeats, "device": no or gpu.device,
             "check": no or {"ok": gpu.ok, "max_error": gpu.max_error},
             "driver_registers": no or gpu.registers, "driver_local_bytes": no or gpu.local_bytes,
-            "reference_ms": no or gpu.reference_ms}
+            "reference_ms": no or gpu.reference_ms,
+            # the second realisation: the plan's own PTX, assembled by ptxas for the device, loaded and launched
+            "plan_ptx": str(ptx) if isinstance(ptx, Unavailable) else {
+                "measured_ms": ptx.median_ms, "check": {"ok": ptx.ok, "max_error": ptx.max_error},
+                "driver_registers": ptx.registers, "ptxas_registers": ptx.ptxas_registers,
+                "driver_local_bytes": ptx.local_bytes, "arch": ptx.arch}}
 
 
 def correlations(rows: list) -> dict:
@@ -152,8 +160,11 @@ def main(argv=None) -> int:
         rows.append(row)
         model = ", ".join(f"{s} {t['model_time_us']:.3f} us" if isinstance(t, dict) else f"{s}: {t}"
                           for s, t in row["model_time"].items())
+        ptx = row.get("plan_ptx")
+        ptx = "" if ptx is None else f"; plan PTX {ptx['measured_ms']:.4f} ms, {ptx['driver_registers']} registers " \
+            f"(check {'ok' if ptx['check']['ok'] else 'MISMATCH'})" if isinstance(ptx, dict) else f"; plan PTX: {ptx}"
         print(f"{label}: {row['allocator']}, {row['plan_registers']} registers; model time ({args.arch}) {model}; "
-              f"measured {row['measured_ms']}" + (" ms" if isinstance(row["measured_ms"], float) else ""))
+              f"measured {row['measured_ms']}" + (" ms" if isinstance(row["measured_ms"], float) else "") + ptx)
     result = {"arch": args.arch, "model_only": args.model_only, "repeats": REPEATS, "configs": rows,
               "rank_correlation": correlations(rows),
               "note": "model_time is engine/model/timemodel.py's model (microseconds); measured_ms is CUDA-event time "

@@ -45,4 +45,5 @@ def test_the_gpu_run_measures_and_models_a_subset(tmp_path):
         assert isinstance(r["measured_ms"], float) and r["measured_ms"] > 0 and r["check"]["ok"]
         assert r["driver_registers"] > 0 and r["driver_local_bytes"] >= 0
         assert r["model_time"]["plan"]["model_time_us"] > 0
+        assert r["plan_ptx"]["check"]["ok"] and r["plan_ptx"]["driver_registers"] == r["plan_ptx"]["ptxas_registers"]
     assert data["rank_correlation"]["plan"]["pairs"] == 3
