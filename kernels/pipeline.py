@@ -180,11 +180,12 @@ def simulator_check(plan: Plan, spills: str = "plan", timeout: float = SIMULATOR
     return check
 
 
-def plan_ptx_or_why(plan: Plan, archs) -> PlanPtxFigures | Unavailable:
-    """ptxas on ``plan``'s own PTX (:func:`kernels.plan_ptx.plan_ptx_figures`), or why there is none: the
-    emitter's refusal (an opaque opcode of a program file) or ptxas's error, never an exception."""
+def plan_ptx_or_why(plan: Plan, archs, on_ptxas=None) -> PlanPtxFigures | Unavailable:
+    """ptxas on ``plan``'s own PTX (:func:`kernels.plan_ptx.plan_ptx_figures`, ``on_ptxas`` hearing of each
+    ptxas figure as it arrives), or why there is none: the emitter's refusal (an opaque opcode of a program
+    file) or ptxas's error, never an exception."""
     try:
-        return plan_ptx_figures(plan, archs)
+        return plan_ptx_figures(plan, archs, on_ptxas=on_ptxas)
     except RegtuneError as e:
         return Unavailable(f"no plan PTX: {e}")
 

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import time
 from collections.abc import Callable
@@ -705,19 +706,26 @@ def _valid(text: str) -> bool:
             and isinstance(report["registers"], int) and isinstance(report["flags"], list))
 
 
-def _assemble(ptx: PlanPtx, cap: str, cache: StageCache, timings: dict, use_cache: bool) -> tuple:
+def _assemble(ptx: PlanPtx, cap: str, cache: StageCache, timings: dict, use_cache: bool,
+              on_ptxas: Callable | None = None) -> tuple:
     """ptxas at one cap (at the plan cap also nvdisasm's life ranges): the report, the listing ("" without) and
-    whether a tool ran; cached by the PTX, the arch and the flags."""
+    whether a tool ran; cached by the PTX, the arch and the flags. ``on_ptxas(arch, cap, report)`` is called as
+    soon as ptxas's report is there, before nvdisasm runs."""
     max_registers = cap_registers(cap, ptx.arch, ptx.registers)
     key = (ptx.text, ptx.arch, " ".join(ptxas_flags(ptx.arch, max_registers)), "sass" if cap == "plan" else "")
     stored = cache.read("plan-ptx", _valid, *key) if use_cache else None
     if stored is not None:
         data = json.loads(stored)
         r = data["report"]
-        return CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])}), data["sass"], False
+        report = CompileReport(**{**r, "warnings": tuple(r["warnings"]), "flags": tuple(r["flags"])})
+        if on_ptxas is not None:
+            on_ptxas(ptx.arch, cap, report)
+        return report, data["sass"], False
     t = time.perf_counter()
     report, cubin = ptxas(ptx.text, ptx.arch, max_registers)
     timings[f"ptxas {ptx.arch} {CAP_LABELS[cap]}"] = (time.perf_counter() - t) * 1000
+    if on_ptxas is not None:
+        on_ptxas(ptx.arch, cap, report)
     sass = ""
     if cap == "plan":
         t = time.perf_counter()
@@ -725,6 +733,14 @@ def _assemble(ptx: PlanPtx, cap: str, cache: StageCache, timings: dict, use_cach
         timings[f"nvdisasm {ptx.arch}"] = (time.perf_counter() - t) * 1000
     cache.write(json.dumps({"report": report.as_dict(), "sass": sass}), "plan-ptx", *key)
     return report, sass, True
+
+
+def tool_threads() -> int:
+    """How many tool runs go side by side: the cores this process may use (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:      # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def sass_figures(text: str, arch: str) -> SassFigures:
@@ -735,10 +751,17 @@ def sass_figures(text: str, arch: str) -> SassFigures:
 
 
 def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volatile",
-                     use_cache: bool = True) -> PlanPtxFigures:
+                     use_cache: bool = True, on_ptxas: Callable | None = None) -> PlanPtxFigures:
     """ptxas on the plan's own PTX for every arch in ``archs``, at the plan cap and with no cap (the caps a build
     measures, :data:`kernels.build.CAPS`), and SASS MAXLIVE of the plan-cap cubin; tool runs side by side and
-    cached by content (``timings_ms``: the emission and each tool run that ran)."""
+    cached by content (``timings_ms``: the emission and each tool run that ran).
+
+    The runs go to as many threads as the machine has cores (:func:`tool_threads`), in the order of
+    ``archs`` (the first arch's two caps first): more would only slow each run down, and this order brings
+    the first arch's ptxas figures soonest. ``on_ptxas(arch, cap, PtxasFigures)`` (called from a pool thread)
+    hears of each ptxas figure as it arrives, before the SASS of its cubin is read: what the live panel shows
+    first.
+    """
     archs = tuple(load_arch(a).name for a in archs)
     if not archs:
         raise PlanPtxError("plan PTX figures need at least one architecture")
@@ -747,10 +770,12 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
     timings = {"emit": (time.perf_counter() - t) * 1000}
     cache = StageCache.open(fingerprint())
     runs = [(first.for_arch(a), cap) for a in archs for cap in CAPS]
-    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
-        done = list(pool.map(lambda run: _assemble(*run, cache, timings, use_cache), runs))
-    by = {(ptx.arch, cap): result for (ptx, cap), result in zip(runs, done)}
     threads = threads_per_block(plan)
+    heard = None if on_ptxas is None else \
+        (lambda arch, cap, report: on_ptxas(arch, cap, ptxas_figures(report, cap, threads)))
+    with ThreadPoolExecutor(max_workers=min(len(runs), tool_threads())) as pool:
+        done = list(pool.map(lambda run: _assemble(*run, cache, timings, use_cache, heard), runs))
+    by = {(ptx.arch, cap): result for (ptx, cap), result in zip(runs, done)}
     return PlanPtxFigures(
         first.entry, spills, {a: ptxas_figures(by[a, "plan"][0], "plan", threads) for a in archs},
         {a: ptxas_figures(by[a, "compiler"][0], "compiler", threads) for a in archs},

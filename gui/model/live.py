@@ -24,6 +24,40 @@ def _follows(plan_registers: int, ptxas_registers: int) -> str:
     return f"ptxas uses {abs(more)} {'more' if more > 0 else 'fewer'} than the plan"
 
 
+def partial_lines(heard: dict, archs, plan_registers: int, seconds: float) -> list[str]:
+    """Lines while a request runs: the ptxas figures heard so far (``heard``: (arch, cap) -> PtxasFigures, cap
+    "plan" or "compiler"), the rest named as still running; ``seconds``: edit to now.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as F
+    >>> lines = partial_lines({("sm_80", "plan"): F(registers=40, max_registers=40, spill_store_bytes=0,
+    ...                                             spill_load_bytes=8)}, ("sm_80", "sm_90"), 40, 0.31)
+    >>> lines[1]
+    "sm_80: 40 at the plan's cap 40 (8 B spill traffic), no cap: running; ptxas follows the plan"
+    >>> lines[2]
+    'sm_90: ptxas running'
+    """
+    lines = [f"plan PTX (ptxas on the plan as written): first figures in {seconds:.2f} s, SASS MAXLIVE to follow"]
+    for arch in archs:
+        at, own = heard.get((arch, "plan")), heard.get((arch, "compiler"))
+        if at is None and own is None:
+            lines.append(f"{arch}: ptxas running")
+            continue
+        parts = []
+        if at is not None:
+            cap = f"cap {at.max_registers}" if at.max_registers is not None else "no cap"
+            parts.append(f"{at.registers} at the plan's {cap} ({at.spill_store_bytes + at.spill_load_bytes} B "
+                         "spill traffic)")
+        else:
+            parts.append("plan cap: running")
+        parts.append("no cap: running" if own is None else
+                     f"{own.registers} with no cap ({own.spill_store_bytes + own.spill_load_bytes} B)")
+        follows = f"; {_follows(plan_registers, at.registers)}" if at is not None else ""
+        lines.append(f"{arch}: {', '.join(parts)}{follows}")
+    return lines
+
+
 def live_lines(figures, plan_registers: int, plan_maxlive: int, seconds: float) -> list[str]:
     """Lines for ``figures`` (:class:`kernels.measurement.PlanPtxFigures`, or an ``Unavailable`` saying why there
     are none) of a plan with ``plan_registers`` registers and MAXLIVE ``plan_maxlive``; ``seconds``: edit to

@@ -18,6 +18,7 @@ from engine.base.jobs import Cancelled
 
 class _Signals(QObject):
     progress = Signal(int, int)
+    partial = Signal(object)
     finished = Signal(object)
     failed = Signal(str, str)
 
@@ -36,6 +37,11 @@ class QtJob(QRunnable):
     def advance(self, done: int, total: int) -> None:
         if not self.cancelled():         # a cancelled job's window may be gone, and its signals with it
             self.signals.progress.emit(done, total)
+
+    def partial(self, value) -> None:
+        """Part of the result, before the rest (shown by ``on_partial``; dropped once cancelled)."""
+        if not self.cancelled():
+            self.signals.partial.emit(value)
 
     def cancelled(self) -> bool:
         return self._cancel.is_set()
@@ -70,7 +76,7 @@ class QtJobRunner(QObject):
         self.pool.setMaxThreadCount(2)
         self.jobs: dict[str, QtJob] = {}
 
-    def start(self, key: str, fn, args=(), on_done=None, on_error=None) -> QtJob:
+    def start(self, key: str, fn, args=(), on_done=None, on_error=None, on_partial=None) -> QtJob:
         self.cancel(key)
         job = QtJob(fn, args)
         self.jobs[key] = job
@@ -89,6 +95,8 @@ class QtJobRunner(QObject):
                 if on_error:
                     on_error(message, details)
 
+        if on_partial is not None:
+            job.signals.partial.connect(lambda value, job=job: on_partial(value) if self.jobs.get(key) is job else None)
         job.signals.finished.connect(done)
         job.signals.failed.connect(failed)
         job.signals.progress.connect(lambda d, t, key=key: self.progress.emit(key, d, t))

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from engine.analysis.liveness import analyze
 from engine.ir.spill import remove_spill_code
 from engine.plan import Plan, registers_used
-from gui.model.live import live_lines
+from gui.model.live import live_lines, partial_lines
 from gui.qt.qt_jobs import QtJobRunner
 
 #: edit to request: a run of edits (an undo held down, a drag) asks ptxas once
@@ -24,11 +24,13 @@ DEBOUNCE_MS = 150
 
 
 def _live_job(progress, plan: Plan, archs: tuple) -> tuple:
-    """The plan PTX's figures (or why there are none) and the plan's MAXLIVE (its program without spill code)."""
+    """The plan PTX's figures (or why there are none) and the plan's MAXLIVE (its program without spill code);
+    each ptxas figure goes to ``progress.partial`` as it arrives, before the SASS is read."""
     from kernels.pipeline import plan_ptx_or_why
 
-    maxlive = analyze(remove_spill_code(plan.program, plan.spills)).maxlive
-    return plan_ptx_or_why(plan, archs), maxlive
+    heard = getattr(progress, "partial", None)
+    return plan_ptx_or_why(plan, archs, on_ptxas=None if heard is None else lambda *f: heard(f)), \
+        analyze(remove_spill_code(plan.program, plan.spills)).maxlive
 
 
 class QtLiveFigures(QWidget):
@@ -69,6 +71,8 @@ class LiveFigures(QObject):
         self.timer.timeout.connect(self._start)
         self.shown: tuple | None = None        # (plan, seconds, figures) last shown
         self.edited_at = 0.0
+        self.heard: dict = {}                  # (arch, cap) -> PtxasFigures of the request running now
+        self.first_seconds: float | None = None   # edit to the first ptxas figure of the plan shown
 
     def plan_changed(self) -> None:
         plan = self.window.doc.plan
@@ -83,8 +87,22 @@ class LiveFigures(QObject):
         if plan is None:
             return
         asked = (plan, self.edited_at)
+        self.heard, self.first_seconds = {}, None
         self.jobs.start("live-ptx", _live_job, (plan, self.archs), on_done=lambda r: self._done(asked, r),
-                        on_error=lambda m, _d: self._done(asked, None, m))
+                        on_error=lambda m, _d: self._done(asked, None, m),
+                        on_partial=lambda f: self._partial(asked, f))
+
+    def _partial(self, asked: tuple, figure: tuple) -> None:
+        """One ptxas figure of the running request (arch, cap, PtxasFigures), shown before the rest arrives."""
+        plan, edited = asked
+        if self.window.doc.plan is not plan:
+            return
+        arch, cap, at = figure
+        self.heard[arch, cap] = at
+        if self.first_seconds is None:
+            self.first_seconds = time.monotonic() - edited
+        self.panel.show_lines(partial_lines(self.heard, self.archs, registers_used(plan.assignment),
+                                            time.monotonic() - edited))
 
     def _done(self, asked: tuple, result, error: str | None = None) -> None:
         plan, edited = asked

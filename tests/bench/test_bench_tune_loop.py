@@ -15,5 +15,5 @@ def test_tune_loop_benchmark_runs_and_prints_its_figures(capsys):
         print("\n" + out)
     assert len(results) == 3 and "sum(range(10**7))" in out
     for r in results:
-        assert r["cached"] < r["cold"] and r["tools"] > 0 and r["yardstick"] > 0
+        assert r["cached"] < r["cold"] and r["tools"] > 0 and r["yardstick"] > 0 and 0 < r["first"] <= r["cold"]
         assert all(24 <= n <= 255 for n in r["registers"].values())

@@ -73,3 +73,22 @@ def test_an_edit_and_its_undo_by_key_each_get_their_own_figures(qtbot):
     _shown_for(qtbot, w, w.doc.plan)
     assert time.monotonic() - t < 30
     assert f"plan: {free} registers" in w.live_panel.text.text()
+
+
+def test_ptxas_figures_show_as_they_arrive_before_the_sass(qtbot, tmp_path, monkeypatch):
+    """A cold request (a fresh cache) shows each ptxas figure as it comes, then the whole set with SASS MAXLIVE."""
+    monkeypatch.setenv("REGTUNE_CACHE_DIR", str(tmp_path))
+    w = _window(qtbot)
+    seen: list[str] = []
+    show = w.live_panel.show_lines
+    monkeypatch.setattr(w.live_panel, "show_lines", lambda lines: (seen.append("\n".join(lines)), show(lines)))
+    before = _shown_for(qtbot, w, w.doc.plan)[0]
+    seen.clear()
+    name = next(n for n, regs in before.assignment.items() if len(regs) == 1)
+    w.edit(Assign(name, (registers_used(before.assignment),)))      # a new plan: its PTX is not in the cache
+    _, seconds, figures = _shown_for(qtbot, w, w.doc.plan)
+    partial = [t for t in seen if "first figures in" in t]
+    assert partial and "SASS MAXLIVE to follow" in partial[0] and seen[-1] not in partial
+    first_arch = DEFAULT_BUILD_ARCHS[0]
+    assert _registers_line(figures, first_arch) in partial[-1] or f"{first_arch}: plan cap: running" in partial[-1]
+    assert w.live.first_seconds is not None and w.live.first_seconds <= seconds
