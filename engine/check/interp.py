@@ -15,9 +15,11 @@ overwrite each other, and a register never written reads as seed-dependent
 garbage.
 
 Semantics: integer arithmetic on the value's bits masked to its width
-(``add``, ``sub``, ``mul``, ``fma``, ``max``, ``mov``, ``cvt``), unsigned
+(``add``, ``sub``, ``mul``, ``fma``, ``mov``, ``cvt``), unsigned
 quotient and remainder for ``div.u*`` and ``rem.u*`` (by zero: all ones and
-the dividend), signed comparisons for ``setp.<cmp>``, a mixing hash for
+the dividend); ``max``, ``min``, ``setp.<cmp>`` and ``mul.wide.s32`` read
+their operands as signed integers at their type's width (an i32's bit 31 is
+its sign, as in PTX's ``.s32`` and the Numba kernel: :func:`signed_bits`), a mixing hash for
 every other opcode (``exp``, ``rcp``, unknown opaque opcodes). ``shfl``
 returns its first operand (one thread). A load or store address is the sum
 of all its operands but, for stores, the last one (the stored value).
@@ -66,7 +68,20 @@ FMA, LOCAL_LOAD, LOCAL_STORE, NARROW1, POINTER_LOAD, POINTER_STORE, NARROW, OP, 
 
 
 def _signed(x: int) -> int:
+    """The 64-bit pattern of ``x`` as a signed integer."""
+    x &= MASK64
     return x - (1 << 64) if x >> 63 else x
+
+
+def _signed32(x: int) -> int:
+    """The low 32 bits of ``x`` as a signed integer (an i32 value, or an immediate read as one)."""
+    x &= MASK32
+    return x - (1 << 32) if x >> 31 else x
+
+
+_SIGNED = {32: _signed32, 64: _signed}
+#: the opcodes that read their operands as signed integers, at their type's width (:func:`signed_bits`)
+SIGNED_OPCODES = frozenset({"max", "min", "setp", "mul.wide.s32"})
 
 
 @dataclass
@@ -105,6 +120,28 @@ def _max(ops, k, s):
     return max(_signed(x) for x in ops)
 
 
+def _max32(ops, k, s):
+    return max(_signed32(x) for x in ops)
+
+
+def _min(ops, k, s):
+    return min(_signed(x) for x in ops)
+
+
+def _min32(ops, k, s):
+    return min(_signed32(x) for x in ops)
+
+
+def _mul_wide_s32(ops, k, s):
+    return _signed32(ops[0]) * _signed32(ops[1])
+
+
+_EXTREMES = {("max", 64): _max, ("max", 32): _max32, ("min", 64): _min, ("min", 32): _min32}
+for (_name, _bits), _fn in _EXTREMES.items():
+    _fn.extreme, _fn.bits = _name, _bits          # what the compiled path writes inline
+_mul_wide_s32.wide_signed = True
+
+
 def _input(ops, k, s):
     """An input's value (its key is the one read): result 0 is the value, any further result a hash of it."""
     return ops[0] if not k else mix(ops[0], k)
@@ -121,7 +158,7 @@ def _rem(ops, k, s):
 #: the functions of known meaning the compiled path writes inline, and the helpers it calls
 _FIXED_FUNCTIONS = {"mov": _FIXED["mov", 1], "cvt": _FIXED["cvt", 1], "sub": _FIXED["sub", 2],
                     "mul": _FIXED["mul", 2], "fma": _FIXED["fma", 3], "add": _add, "first": _first,
-                    "input": _input, "signed": _signed, "max": _max}
+                    "input": _input, "signed": _signed, "signed32": _signed32, "max": _max}
 
 
 def input_of(ins: Instruction) -> str | None:
@@ -133,10 +170,37 @@ def input_of(ins: Instruction) -> str | None:
     return None
 
 
-def _compute(ins: Instruction):
-    """The function of operand bits an opcode computes (result k of the instruction)."""
+def signed_bits(ins: Instruction, wide) -> int:
+    """The width at which a signed opcode (:data:`SIGNED_OPCODES`) reads its operands: ``max``/``min`` at their
+    result's, ``setp`` at its first value operand's (64 when it has none), ``mul.wide.s32`` at 32; ``wide(name)``
+    says whether a value is 64-bit. 64 for every other opcode (unused there).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse_instruction
+    >>> signed_bits(parse_instruction("%p:pred = setp.lt %i, 0"), lambda n: False)
+    32
+    >>> signed_bits(parse_instruction("%m:u64 = max %a, %b"), lambda n: True)
+    64
+    """
+    base = ins.opcode.partition(".")[0]
+    if ins.opcode == "mul.wide.s32":
+        return 32
+    if base in ("max", "min"):
+        return 64 if ins.defs and ins.defs[0].width == 2 else 32
+    if base == "setp":
+        first = next((op for op in ins.operands if type(op) is Use), None)
+        return 64 if first is None or wide(first.name) else 32
+    return 64
+
+
+def _compute(ins: Instruction, bits: int = 64):
+    """The function of operand bits an opcode computes (result k of the instruction); ``bits``: the width a
+    signed opcode reads its operands at (:func:`signed_bits`)."""
     base, _, modifier = ins.opcode.partition(".")
     n = len(ins.operands)
+    if ins.opcode == "mul.wide.s32" and n == 2:
+        return _mul_wide_s32
     fn = _FIXED.get((base, n))
     if fn:
         return fn
@@ -150,12 +214,14 @@ def _compute(ins: Instruction):
         return _add
     if base == "shfl" and n:
         return _first
-    if base == "max" and n:
-        return _max
+    if base in ("max", "min") and n:
+        return _EXTREMES[base, bits]
     cmp = _COMPARE.get(modifier.split(".")[0])
     if base == "setp" and n == 2 and cmp:
-        fn = lambda ops, k, s: int(cmp(_signed(ops[0]), _signed(ops[1])))
+        read = _SIGNED[bits]
+        fn = lambda ops, k, s: int(cmp(read(ops[0]), read(ops[1])))
         fn.compare = _OPERATOR[modifier.split(".")[0]]    # what the compiled path writes inline
+        fn.bits = bits
         return fn
     tag = text_tag(ins.opcode)
     fn = lambda ops, k, s: mix(tag, k, *ops)
@@ -243,7 +309,9 @@ class _DecodeState:
         read_key, keys, defs = self.read_key, self.keys, ins.defs
         if reads is None:
             reads = tuple([self.constant(op.text) if type(op) is Imm else read_key[op.name] for op in ins.operands])
-        kind, fn, extra = _shape(ins, self.labels, self.shapes)
+        bits = signed_bits(ins, self.wide.__contains__) if ins.opcode.partition(".")[0] in SIGNED_OPCODES \
+            or ins.opcode in SIGNED_OPCODES else 64
+        kind, fn, extra = _shape(ins, self.labels, self.shapes, bits)
         one_word = len(defs) == 1 and defs[0].width < 2
         if kind == OP and self.wide.isdisjoint(ins.uses) and (one_word or all(d.width < 2 for d in defs)):
             if one_word:
@@ -284,16 +352,17 @@ def _local_slot(text: str) -> tuple[str, int]:
     return "local", _immediate(text) & MASK64
 
 
-def _shape(ins: Instruction, labels: dict, shapes: dict) -> tuple:
-    """(kind, function, extra) of an instruction; shared by every instruction of one opcode and arity."""
+def _shape(ins: Instruction, labels: dict, shapes: dict, bits: int = 64) -> tuple:
+    """(kind, function, extra) of an instruction; shared by every instruction of one opcode, arity and signed
+    width (``bits``, :func:`signed_bits`)."""
     if ins.opcode in ("br", "cbr", "exit", "param"):
         kind, extra = _kind(ins, labels)
         return kind, _compute(ins), extra
-    key = (ins.opcode, len(ins.operands))
+    key = (ins.opcode, len(ins.operands), bits)
     shape = shapes.get(key)
     if shape is None:
         kind, extra = _kind(ins, labels)
-        shape = shapes[key] = (kind, _compute(ins), extra)
+        shape = shapes[key] = (kind, _compute(ins, bits), extra)
     return shape
 
 

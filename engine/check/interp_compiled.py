@@ -132,7 +132,7 @@ class _Writer:
         self.segments = segments
         self.segment_at = {start: k for k, (start, _) in enumerate(segments)}
         self.local: dict = {}        # register key -> local name
-        self.namespace: dict = {"mix": mix, "_signed": fixed["signed"]}
+        self.namespace: dict = {"mix": mix, "_signed": fixed["signed"], "_signed32": fixed["signed32"]}
         self.objects: dict = {}      # id -> namespace name, for functions and keys
         self.lines: list[str] = []
 
@@ -297,9 +297,14 @@ class _Writer:
         tag = getattr(fn, "hash_tag", None)
         if tag is not None:
             return f"mix({tag}, {k}{''.join(', ' + a for a in args)})"
-        if fn is fixed["max"]:
-            return f"max({', '.join(f'_signed({a})' for a in args)})" if len(args) > 1 else f"_signed({args[0]})"
+        extreme = getattr(fn, "extreme", None)
+        if extreme is not None:
+            read = "_signed32" if fn.bits == 32 else "_signed"
+            return f"{extreme}({', '.join(f'{read}({a})' for a in args)})" if len(args) > 1 else f"{read}({args[0]})"
+        if getattr(fn, "wide_signed", False) and len(args) == 2:
+            return f"(_signed32({args[0]}) * _signed32({args[1]}))"
         compare = getattr(fn, "compare", None)
         if compare is not None and len(args) == 2:
-            return f"int(_signed({args[0]}) {compare} _signed({args[1]}))"
+            read = "_signed32" if fn.bits == 32 else "_signed"
+            return f"int({read}({args[0]}) {compare} {read}({args[1]}))"
         return f"{self.obj(fn, 'F')}([{', '.join(args)}], {k}, seed)"

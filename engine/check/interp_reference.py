@@ -12,7 +12,8 @@ name); a physical register never written reads as ``mix(seed, 0xBAD, r)``;
 memory never written reads as ``mix(seed, tag(space), address)``; integer
 arithmetic is on the value's bits masked to its width, ``div.u*`` and
 ``rem.u*`` are unsigned quotient and remainder (by zero: all ones and the
-dividend), ``setp.<cmp>`` is a signed comparison, ``shfl`` returns its first
+dividend), ``max``, ``min``, ``setp.<cmp>`` and ``mul.wide.s32`` read their
+operands as signed at their type's width (an i32's bit 31 is its sign), ``shfl`` returns its first
 operand and any other opcode is a mixing hash of its opcode, result number
 and operands; ``param NAME`` and an operand-less ``sreg.X`` read the input
 ``NAME`` or ``%X`` the run's :class:`engine.check.inputs.InputModel` draws for the
@@ -64,15 +65,39 @@ def tag(text: str) -> int:
     return zlib.crc32(text.encode())
 
 
-def signed(x: int) -> int:
-    """The 64-bit pattern ``x`` as a signed integer.
+def signed(x: int, bits: int = 64) -> int:
+    """The low ``bits`` bits of ``x`` (32 or 64) as a signed integer.
 
     Examples
     --------
-    >>> signed(5), signed(MASK64)
-    (5, -1)
+    >>> signed(5), signed(MASK64), signed(MASK32), signed(MASK32, 32)
+    (5, -1, 4294967295, -1)
     """
-    return x - (1 << 64) if x >> 63 else x
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if x >> (bits - 1) else x
+
+
+def operand_bits(ins: Instruction, program: Program) -> int:
+    """The width at which ``ins`` reads its operands as signed integers: ``max``/``min`` at their result's type,
+    ``setp`` at its first value operand's (64 with none), ``mul.wide.s32`` at 32, anything else 64.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block entry\\n  %i:i32 = mov 3\\n  %p:pred = setp.lt %i, 0\\n  exit\\n")
+    >>> operand_bits(p.instructions[1], p)
+    32
+    """
+    base = ins.opcode.partition(".")[0]
+    if ins.opcode == "mul.wide.s32":
+        return 32
+    if base in ("max", "min"):
+        return 64 if ins.defs and program.values[ins.defs[0].name].width == 2 else 32
+    if base == "setp":
+        for op in ins.operands:
+            if isinstance(op, Use):
+                return 64 if program.values[op.name].width == 2 else 32
+    return 64
 
 
 def input_name(ins: Instruction) -> str | None:
@@ -104,9 +129,10 @@ def program_inputs(program: Program) -> dict[str, Input]:
     return {name: Input(name, pointers.index(name)) if i.pointer is not None else i for name, i in inputs.items()}
 
 
-def compute(ins: Instruction, ops: list[int], k: int, seed: int, value: int | None = None) -> int:
+def compute(ins: Instruction, ops: list[int], k: int, seed: int, value: int | None = None, bits: int = 64) -> int:
     """Result ``k`` of the non-memory, non-branch instruction ``ins`` on operand bits ``ops`` (unmasked);
-    ``value`` is the input's value on this seed for an instruction that reads an input.
+    ``value`` is the input's value on this seed for an instruction that reads an input; ``bits``: the width
+    ``max``, ``min``, ``setp`` and ``mul.wide.s32`` read their operands at as signed (:func:`operand_bits`).
 
     Examples
     --------
@@ -130,6 +156,8 @@ def compute(ins: Instruction, ops: list[int], k: int, seed: int, value: int | No
         return ops[0] % ops[1] if ops[1] else ops[0]
     if (base, n) == ("sub", 2):
         return ops[0] - ops[1]
+    if ins.opcode == "mul.wide.s32" and n == 2:
+        return signed(ops[0], 32) * signed(ops[1], 32)
     if (base, n) == ("mul", 2):
         return ops[0] * ops[1]
     if (base, n) == ("fma", 3):
@@ -137,10 +165,12 @@ def compute(ins: Instruction, ops: list[int], k: int, seed: int, value: int | No
     if base == "add":
         return sum(ops)
     if base == "max" and n:
-        return max(signed(x) for x in ops)
+        return max(signed(x, bits) for x in ops)
+    if base == "min" and n:
+        return min(signed(x, bits) for x in ops)
     cmp = COMPARE.get(modifier.split(".")[0])
     if base == "setp" and n == 2 and cmp:
-        return int(cmp(signed(ops[0]), signed(ops[1])))
+        return int(cmp(signed(ops[0], bits), signed(ops[1], bits)))
     return mix(tag(ins.opcode), k, *ops)
 
 
@@ -239,7 +269,7 @@ class Machine:
             name = input_name(ins)
             value = self.model.value(self.inputs[name], self.seed) if name is not None else None
             for k, d in enumerate(ins.defs):
-                self.write(d.name, compute(ins, ops, k, self.seed, value))
+                self.write(d.name, compute(ins, ops, k, self.seed, value, operand_bits(ins, self.program)))
 
     def run(self, max_steps: int | None = None) -> Machine:
         """Step until the program ends; an error past ``max_steps`` instructions (None: :data:`STEP_LIMIT`)."""

@@ -242,7 +242,7 @@ RARE = """.kernel k
   %pa:u64 = param A
   %x:i32 = ld.global %pa, 0
   %y:i32 = ld.global %pa, 4
-  %c:pred = setp.lt %x, 16
+  %c:pred = setp.eq %x, 16
   cbr %c, rare, join
 .block rare
   %t:i32 = mul %x, %x

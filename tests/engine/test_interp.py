@@ -74,7 +74,7 @@ DIVERGENT = """.kernel k
 .block entry
   %pa:u64 = param A
   %x:i32 = ld.global %pa, 0
-  %c:pred = setp.lt %x, 2147483648
+  %c:pred = setp.lt %x, 0
   cbr %c, low, high
 .block low
   st.global %pa, 4, %x

@@ -227,16 +227,14 @@ def test_plain_spill_code_stays_in_memory_when_the_frame_mixes_widths():
 
 # -- what each opcode means ----------------------------------------------------------------------------------
 M32 = (1 << 32) - 1
-#: bit patterns of i32 values: any 32 bits, and those below 2**31 (where a signed and an unsigned reading agree)
+#: bit patterns of i32 values: small and large, bit 31 set and clear
 ANY_32 = (0, 1, 2, 7, 100, 65535, 1 << 20, (1 << 31) - 1, 1 << 31, M32, M32 - 6, 0x9E3779B9)
-NON_NEGATIVE_32 = tuple(x for x in ANY_32 if x < 1 << 31)
-#: the integer opcodes and the operands they are checked on: a signed reading (max, min, setp, mul.wide.s32)
-#: only below 2**31 (see the xfail below), division with a divisor other than 0 (PTX leaves that unspecified);
-#: not ``min``, which the interpreter does not know (see the xfail below)
+#: the integer opcodes and the operands they are checked on: any 32 bits, the signed readings (max, min, setp,
+#: mul.wide.s32) included; division with a divisor other than 0 (PTX leaves that unspecified)
 INTEGER_OPCODES = {"add": ANY_32, "sub": ANY_32, "mul": ANY_32, "fma": ANY_32, "mov": ANY_32,
-                   "max": NON_NEGATIVE_32, "mul.wide.s32": NON_NEGATIVE_32,
+                   "max": ANY_32, "min": ANY_32, "mul.wide.s32": ANY_32,
                    "div.u32": ANY_32, "rem.u32": ANY_32,
-                   **{f"setp.{c}": NON_NEGATIVE_32 for c in ("lt", "le", "gt", "ge", "eq", "ne")}}
+                   **{f"setp.{c}": ANY_32 for c in ("lt", "le", "gt", "ge", "eq", "ne")}}
 
 
 def interpreted(opcode: str, operands: tuple, type_: str = "i32") -> int:
@@ -281,20 +279,14 @@ def test_each_integer_opcodes_ptx_computes_what_the_interpreter_computes(opcode)
         assert entry.compute(*operands) == interpreted(opcode, operands), (entry.instruction, operands)
 
 
-@pytest.mark.xfail(strict=True, reason="engine/check/interp.py reads an i32 value's 32 bits as unsigned where the IR's "
-                                       "max, setp and mul.wide.s32 (and the Numba kernel, and PTX) read them "
-                                       "as signed: -1 < 0 is false there")
-@pytest.mark.parametrize("opcode", ["max", "setp.lt", "mul.wide.s32"])
+@pytest.mark.parametrize("opcode", ["max", "min", "setp.lt", "mul.wide.s32"])
 def test_signed_opcodes_agree_on_negative_values_too(opcode):
+    """-1 < 4, max(-1, 4) = 4, min(-1, 4) = -1 (all ones), -1 * 4 = -4 (64 bits): an i32's bit 31 is its sign
+    in the interpreter as in PTX's .s32 (it was read unsigned until issue 21's table test caught it)."""
     key = (opcode, "u64" if opcode == "mul.wide.s32" else "i32")
     operands = (M32, 4)          # -1 and 4
-    assert PTX_TABLE[key].compute(*operands) == interpreted(opcode, operands)
-
-
-@pytest.mark.xfail(strict=True, reason="engine/check/interp.py has no min: a known opcode (engine/ir/rules.py, "
-                                       "kernels/codegen.py) that it computes as an opaque hash of its operands")
-def test_min_computes_what_the_interpreter_computes():
-    assert PTX_TABLE[("min", "i32")].compute(3, 5) == interpreted("min", (3, 5))
+    want = {"max": 4, "min": M32, "setp.lt": 1, "mul.wide.s32": (1 << 64) - 4}[opcode]
+    assert PTX_TABLE[key].compute(*operands) == interpreted(opcode, operands) == want
 
 
 def test_the_table_covers_what_the_workloads_generate():
