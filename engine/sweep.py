@@ -105,15 +105,18 @@ def stop_pool(pool) -> None:
     """Stop a pool's work now instead of finishing its chunks (Ctrl+C, a cancel, an error)."""
     # ProcessPoolExecutor has no public way to stop running work before Python 3.14 (terminate_workers);
     # its worker table is the one handle on them, and shutdown() clears it
+    # (its futures are not cancelled: on Python 3.11 the pool's manager thread then fails to mark them broken,
+    # InvalidStateError, a traceback on stderr; uncancelled, they end as BrokenProcessPool, which nobody reads)
     workers_running = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=False)
     for process in workers_running:
         process.terminate()
 
 
 def stream(fn, chunks: list, pool):
     """``fn`` over each chunk of items on ``pool`` (any concurrent.futures executor), yielding ``(k, results)``
-    as chunk ``k`` finishes; the caller stops the pool if it stops early."""
+    as chunk ``k`` finishes; the caller stops the pool if it stops early (:func:`stop_pool`; a Dask client's
+    executor: closing the client cancels its futures)."""
     # the workers start (and inherit this thread's signal mask) on the first submit: with SIGINT
     # blocked meanwhile, a Ctrl+C during their start-up waits for this thread instead of printing a
     # traceback from each of them
@@ -122,12 +125,8 @@ def stream(fn, chunks: list, pool):
         futures = {pool.submit(_chunk, fn, c): k for k, c in enumerate(chunks)}
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    try:
-        for future in concurrent.futures.as_completed(futures):
-            yield futures[future], future.result()
-    finally:
-        for f in futures:
-            f.cancel()
+    for future in concurrent.futures.as_completed(futures):
+        yield futures[future], future.result()
 
 
 def run_parallel(fn, items, workers: int | None = None, progress=None, chunk: int = 8) -> list:

@@ -90,9 +90,11 @@ def _tiles(text: str) -> list:
         if t == "default":
             out.append(None)
             continue
-        parsed = parse_tile(t)
-        if parsed is None or (isinstance(parsed, str) and parsed != "fit"):
-            raise RegtuneError(f"--tiles: {t!r} is not 'default', 'fit' or TMxTN (e.g. 4x4)")
+        try:
+            parsed = parse_tile(t)
+        except RegtuneError:
+            raise RegtuneError(f"--tiles: {t!r} is not 'default', 'fit' or TMxTN with TM, TN in 1..16 "
+                               "(e.g. 4x4)") from None
         out.append("fit" if parsed == "fit" else f"{parsed[0]}x{parsed[1]}")
     if not out:
         raise RegtuneError("--tiles: give at least one")
