@@ -276,7 +276,8 @@ def task_plans(task: SweepTask) -> list[tuple[dict, object]]:
     built = {}
     for budget in task.budgets:
         t0 = time.perf_counter()
-        base = {"options": opts, "budget": budget, "measured_why": NOT_BUILT}
+        base = {"options": opts, "budget": budget, "arch": "-", "cap": "-", "toolchain": "-",
+                "measured_why": NOT_BUILT}
         try:
             options = _build_options(task, budget)
             key = budget if options.tile == "fit" else None

@@ -61,11 +61,13 @@ def _positive(text: str) -> int:
 
 
 def _budgets(text: str) -> tuple[int, ...]:
+    import argparse
+
     from gui.cli.common import budget
 
     try:
         values = tuple(sorted({budget(b) for b in _list(text)}))
-    except Exception as exc:     # argparse.ArgumentTypeError
+    except argparse.ArgumentTypeError as exc:
         raise RegtuneError(f"--budgets: {exc}") from None
     if not values:
         raise RegtuneError("--budgets: give at least one budget")

@@ -97,7 +97,8 @@ def test_without_distributed_the_error_names_the_extra(tmp_path):
             "from gui.entry import main\n"
             f"sys.exit(main(['sweep', 'gemm', '--filter', 'm == 2', '--scheduler', 'tcp://127.0.0.1:1', "
             f"'--store', {str(tmp_path / 's.sqlite')!r}]))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       check=False)
     assert r.returncode == 2
     assert r.stderr.strip() == ("regtune: error: --scheduler tcp://127.0.0.1:1: the Dask cluster support is not "
                                 "installed; pip install 'regtune[cluster]'")
@@ -111,7 +112,7 @@ RUN = ["sweep", "gemm", "--filter", "m >= 7 and m <= 8 and n >= 7 and n <= 8 and
 def _start(store):
     return subprocess.Popen([sys.executable, "-m", "gui.entry", *RUN, "--store", str(store)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True, preexec_fn=_interruptible)
+                            start_new_session=True, preexec_fn=_interruptible)  # noqa: PLW1509
 
 
 def _wait_for_rows(proc, store, at_least: int, timeout: float = 120) -> int:
@@ -146,7 +147,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_every_finished_result(tmp_path):
     proc = _start(store)
     seen = _wait_for_rows(proc, store, 4)
     os.killpg(proc.pid, signal.SIGINT)                 # as a terminal does: the whole process group
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "regtune sweep: stopped:" in err and "rows new kept in" in err
     assert err.rstrip().endswith("regtune: interrupted (Ctrl+C); files already written are complete and kept")
@@ -165,12 +166,12 @@ def test_kill_9_and_resume_give_the_uninterrupted_database(tmp_path):
     kept = _complete_configs(store)               # readable after kill -9, no config half written
     assert 4 <= kept < 28
     resumed = subprocess.run([sys.executable, "-m", "gui.entry", *RUN, "--store", str(store)], capture_output=True,
-                             text=True, cwd=ROOT, timeout=300)
+                             text=True, cwd=ROOT, timeout=300, check=False)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"configs skipped (stored already)" in resumed.stdout and f", {kept} configs skipped" in resumed.stdout
+    assert "configs skipped (stored already)" in resumed.stdout and f", {kept} configs skipped" in resumed.stdout
     whole = tmp_path / "whole.sqlite"
     r = subprocess.run([sys.executable, "-m", "gui.entry", *RUN, "--store", str(whole)], capture_output=True,
-                       text=True, cwd=ROOT, timeout=300)
+                       text=True, cwd=ROOT, timeout=300, check=False)
     assert r.returncode == 0, r.stderr
     got, want = _rows(store), _rows(whole)
     assert len(got) == len(want) == 28 * 2
