@@ -73,9 +73,12 @@ LARGE = ("plan_json", "ptxas_log")
 #: the filter language's view of the columns (REAL columns are not filterable: equality on floats misleads)
 FILTER_FIELDS = {name: ("int" if t == "INTEGER" else "str") for name, t in COLUMNS.items() if t != "REAL"}
 
+#: indexes on the config fields a filter names first (SQLite uses one per query: the leading field's range)
 _INDEXES = {
-    "results_gemm": ("workload", "m", "n", "k"),
-    "results_mha": ("workload", "head_dim", "groups", "heads"),
+    "results_gemm": ("m", "n", "k"),
+    "results_gemm_k": ("k", "m", "n"),
+    "results_mha": ("head_dim", "groups", "heads"),
+    "results_workload": ("workload", "registers"),
     "results_allocator": ("allocator", "arch", "cap"),
     "results_config": ("config",),
 }
@@ -222,7 +225,8 @@ class Store:
 
     def rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
         """The rows ``where`` (a sweep filter expression, never SQL; None: all) selects, as dicts of ``columns``
-        (None: every column but the large texts :data:`LARGE`, which come only when named), in key order."""
+        (None: every column but the large texts :data:`LARGE`, which come only when named), in the order they were
+        stored (the rowid's: free, where the key's order costs a sort of every row)."""
         wanted = [c for c in [*COLUMNS, *VIRTUAL] if c not in LARGE] if columns is None else list(columns)
         unknown = [c for c in wanted if c not in COLUMNS and c not in VIRTUAL]
         if unknown:
@@ -233,7 +237,7 @@ class Store:
             stored.append("plan_digest")
         clause, params = self._where(where)
         select = ", ".join(f'"{c}"' for c in stored) or "id"
-        cursor = self._read(f"SELECT {select} FROM results{clause} ORDER BY {', '.join(KEY)}", params)
+        cursor = self._read(f"SELECT {select} FROM results{clause} ORDER BY id", params)
         out = [dict(zip(stored, r)) for r in cursor]
         if plan:
             for row in out:

@@ -25,7 +25,7 @@ Examples
 >>> q.matches({"m": 2, "n": 3, "k": 3}), q.matches({"m": 8, "n": 3, "k": 3})
 (True, False)
 >>> q.sql()
-('(COALESCE("m" <= ?, 0) AND COALESCE("n" = "k", 0))', [4])
+('("m" <= ? AND "n" = "k")', [4])
 >>> parse_filter("m <= ", {"m": "int"})
 Traceback (most recent call last):
 engine.base.query.FilterError: filter 'm <= ' at column 6: expected a name, a number or a string, got the end
@@ -263,17 +263,20 @@ def _sql(node, params: list, column) -> str:
             return _quote(column(o.value))
         params.append(o.value)
         return "?"
+    # a comparison with a NULL field is NULL in SQL, false in Python: the same truth under AND and OR (both
+    # monotone), so comparisons stay plain (an index serves them); only NOT needs exact falsehood, so what it
+    # negates is COALESCEd to 0 first
     if isinstance(node, Compare):
         left = side(node.left)
         right = side(node.right)
-        return f"COALESCE({left} {_SQL_OPS[node.op]} {right}, 0)"
+        return f"{left} {_SQL_OPS[node.op]} {right}"
     if isinstance(node, In):
         left = side(node.operand)
         params.extend(node.values)
         word = "NOT IN" if node.negated else "IN"
-        return f"COALESCE({left} {word} ({', '.join('?' * len(node.values))}), 0)"
+        return f"{left} {word} ({', '.join('?' * len(node.values))})"
     if isinstance(node, Not):
-        return f"(NOT {_sql(node.part, params, column)})"
+        return f"(NOT COALESCE({_sql(node.part, params, column)}, 0))"
     return "(" + f" {node.op.upper()} ".join(_sql(p, params, column) for p in node.parts) + ")"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import open_store
+from engine.store import KEY, open_store
 from gui.cli.main import main
 from tests.gui.cli.test_hostile_inputs import _interruptible
 
@@ -56,7 +56,7 @@ def test_a_sweep_stores_every_allocator_and_a_rerun_skips_it(capsys, tmp_path):
 def _rows(path):
     with open_store(path, readonly=True) as s:
         cols = [c for c in s.rows(None)[0] if c not in ("seconds", "created")] + ["plan_json"]
-        return s.rows(None, cols)
+        return sorted(s.rows(None, cols), key=lambda r: tuple(str(r[k]) for k in KEY))
 
 
 def test_the_dask_cluster_gives_the_process_pools_rows(tmp_path):
