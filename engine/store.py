@@ -73,12 +73,12 @@ LARGE = ("plan_json", "ptxas_log")
 #: the filter language's view of the columns (REAL columns are not filterable: equality on floats misleads)
 FILTER_FIELDS = {name: ("int" if t == "INTEGER" else "str") for name, t in COLUMNS.items() if t != "REAL"}
 
-#: indexes on the config fields a filter names first (SQLite uses one per query: the leading field's range)
+#: indexes on the config fields a filter names first (SQLite uses one per query: the leading field's range; the
+#: trailing fields let it test more of the filter in the index); none on workload, which splits rows in two
 _INDEXES = {
-    "results_gemm": ("m", "n", "k"),
-    "results_gemm_k": ("k", "m", "n"),
-    "results_mha": ("head_dim", "groups", "heads"),
-    "results_workload": ("workload", "registers"),
+    "results_gemm": ("m", "n", "k", "workload", "allocator"),
+    "results_gemm_k": ("k", "m", "n", "workload", "allocator"),
+    "results_mha": ("head_dim", "groups", "heads", "batch", "workload", "allocator"),
     "results_allocator": ("allocator", "arch", "cap"),
     "results_config": ("config",),
 }
@@ -167,6 +167,7 @@ class Store:
 
     def __init__(self, db: sqlite3.Connection, path: Path, readonly: bool):
         self.db, self.path, self.readonly = db, path, readonly
+        self.written = False
 
     def __enter__(self):
         return self
@@ -176,6 +177,8 @@ class Store:
 
     def close(self) -> None:
         if self.db is not None:
+            if self.written:
+                self.db.execute("ANALYZE")      # the planner's statistics, so a filter takes its most selective index
             self.db.close()
             self.db = None
 
@@ -209,6 +212,7 @@ class Store:
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+        self.written = self.written or new > 0
         return new
 
     def put_listing(self, text: str) -> str:
