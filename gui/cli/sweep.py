@@ -117,9 +117,12 @@ def _strategy_sets(text: str) -> list[tuple]:
 
 
 def tasks_of(args) -> list:
-    """The sweep's tasks from its flags (checked; the filter parsed over the configs' fields)."""
-    from engine.alloc import ALLOCATORS
+    """The sweep's tasks from its flags (checked; the filter parsed over the configs' fields, first: a mistyped
+    filter is answered before numpy loads)."""
     from engine.base.query import parse_filter
+
+    query = parse_filter(args.filter, FILTER_FIELDS[args.workload]) if args.filter is not None else None
+    from engine.alloc import ALLOCATORS
     from engine.model.arch import ARCHS
     from engine.sweep import SweepTask
     from engine.workloads import workload_named
@@ -129,7 +132,6 @@ def tasks_of(args) -> list:
     allocators = _choices("--allocators", args.allocators, sorted(ALLOCATORS), sorted(ALLOCATORS))
     budgets = _budgets(args.budgets)
     archs = _choices("--arch", args.arch, ARCHS, ())
-    query = parse_filter(args.filter, FILTER_FIELDS[w.name]) if args.filter is not None else None
     configs = [w.to_dict(c) for c in w.configs()]
     if query is not None:
         configs = [c for c in configs if query.matches({**c, "workload": w.name})]
@@ -155,11 +157,11 @@ def tasks_of(args) -> list:
 
 
 def cmd_sweep(args) -> int:
+    tasks = tasks_of(args)
     from engine.store import open_store
     from engine.sweep import SweepSummary, local_pool, run_sweep, stop_pool
     from gui.cli.progress import CommandProgress
 
-    tasks = tasks_of(args)
     compiled = args.compile or args.numba
     if compiled:
         from kernels.sweep import task_rows, toolchain
