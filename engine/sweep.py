@@ -35,7 +35,7 @@ from engine.check.verify import static_conflicts
 from engine.ir.core import print_program
 from engine.ir.parser import parse
 from engine.plan import registers_used
-from engine.workloads.gemm import Gemm, gemm_build
+from engine.workloads.gemm import DEFAULT_SCHEDULE, Gemm, gemm_build
 from engine.workloads.mha import Mha, build_mha
 
 #: what an analysis-only row's measured_why says
@@ -247,11 +247,10 @@ def _build_options(task: SweepTask, budget: int):
         tile = asked.get("tile")
         if isinstance(tile, str) and tile != "fit":
             tile = tuple(int(x) for x in tile.split("x"))
-        return BuildOptions(budget=budget, tile=tile, schedule=asked.get("schedule", DEFAULT_SCHEDULE_NAME))
+        return BuildOptions(budget=budget, tile=tile, schedule=asked.get("schedule", DEFAULT_SCHEDULE))
     return BuildOptions(budget=budget, strategies=tuple(asked.get("strategies", ())))
 
 
-DEFAULT_SCHEDULE_NAME = "k-outer"
 #: the arch of an analysis row's occupancy_warps (its arch column is '-')
 OCCUPANCY_ARCH = "sm_80"
 
