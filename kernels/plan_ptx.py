@@ -762,6 +762,14 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
     hears of each ptxas figure as it arrives, before the SASS of its cubin is read: what the live panel shows
     first.
     """
+    return plan_ptx_figures_and_listings(plan, archs, spills, use_cache, on_ptxas)[0]
+
+
+def plan_ptx_figures_and_listings(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volatile",
+                                  use_cache: bool = True,
+                                  on_ptxas: Callable | None = None) -> tuple[PlanPtxFigures, dict]:
+    """:func:`plan_ptx_figures` and, per arch, the plan-cap cubin's SASS listing with life ranges (the text its
+    SASS figures were read from; a sweep stores it once by content)."""
     archs = tuple(load_arch(a).name for a in archs)
     if not archs:
         raise PlanPtxError("plan PTX figures need at least one architecture")
@@ -776,7 +784,8 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
     with ThreadPoolExecutor(max_workers=min(len(runs), tool_threads())) as pool:
         done = list(pool.map(lambda run: _assemble(*run, cache, timings, use_cache, heard), runs))
     by = {(ptx.arch, cap): result for (ptx, cap), result in zip(runs, done)}
-    return PlanPtxFigures(
+    figures = PlanPtxFigures(
         first.entry, spills, {a: ptxas_figures(by[a, "plan"][0], "plan", threads) for a in archs},
         {a: ptxas_figures(by[a, "compiler"][0], "compiler", threads) for a in archs},
         {a: sass_figures(by[a, "plan"][1], a) for a in archs}, timings, not any(r[2] for r in done))
+    return figures, {a: by[a, "plan"][1] for a in archs}

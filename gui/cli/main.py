@@ -345,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("occupancy", "active warps per SM for a register count", _occupancy_flags)
     sub.command("report", CLAIMS, _report_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
+    sub.command("sweep", "every config of a space, every allocator, into the results store (--compile: ptxas)",
+                _sweep_flags)
     add_kernel_commands(sub, workload_flags)
     sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
@@ -455,6 +457,12 @@ def _report_flags(p) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def _sweep_flags(p) -> None:
+    from gui.cli.sweep import sweep_flags
+
+    sweep_flags(p)
+
+
 def _check_flags(p) -> None:
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
@@ -503,6 +511,9 @@ EXAMPLES = {
     "example": ["regtune example", "regtune example gemm-loop --out loop.txt"],
     "report": ["regtune report claims --sample 8 --out claims-report.md"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
+    "sweep": ["regtune sweep gemm --filter \"m <= 4 and n == k\"",
+              "regtune sweep gemm --filter \"m == 8\" --compile --arch sm_80,sm_90 --store s.sqlite",
+              "regtune sweep mha --strategies none,fp16-softmax --scheduler tcp://host:8786"],
     "doctor": ["regtune doctor", "regtune doctor --json"],
     "build": ["regtune build plan.json --arch sm_80,sm_90 --out-dir out/"],
     "compare": ["regtune compare gemm --m 8 --n 8 --k 8",

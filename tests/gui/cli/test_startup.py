@@ -30,6 +30,7 @@ def imported(err: str) -> set:
 
 @pytest.mark.parametrize("argv, status", [(["--version"], 0), (["--help"], 0), (["nosuch"], 2),
                                           (["analyze", "--help"], 0), (["check", "--help"], 0),
+                                          (["sweep", "--help"], 0), (["sweep", "gemm", "--filter", "m <"], 2),
                                           (["check"], 2), (["occupancy", "--regs", "300"], 2)])
 def test_version_help_and_argument_errors_import_no_heavy_module(argv, status):
     r = subprocess.run([sys.executable, "-X", "importtime", "-m", "gui.entry", *argv], capture_output=True,
