@@ -289,6 +289,14 @@ def cmd_report(args) -> int:
     from engine.claims import claims_report
     from gui.cli.progress import CommandProgress
 
+    if args.which == "sweep":
+        from gui.cli.sweep_report import cmd_report_sweep
+
+        return cmd_report_sweep(args)
+    if args.store is not None or args.filter is not None:
+        raise RegtuneError(f"report claims: {'--store' if args.store is not None else '--filter'} is for "
+                           "'report sweep' only (claims evaluates the config spaces itself)")
+    args.out = args.out or "claims-report.md"
     check_writable(args.out, "--out")
     with CommandProgress("report claims") as progress:
         text = claims_report(args.sample, args.workers, progress.stage("GEMM configs, four allocators each", 0),
@@ -344,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("allocate", "run an allocator and write a plan file", _allocate_flags)
     sub.command("occupancy", "active warps per SM for a register count", _occupancy_flags)
     sub.command("report", CLAIMS, _report_flags)
+    sub.command("export", "write a sweep store's rows as CSV, JSON, Parquet or a Kernel Tuner cache file",
+                _export_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
     add_kernel_commands(sub, workload_flags)
     sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
@@ -354,8 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: the example programs shipped as package data (resources/examples): name -> file, what it is
-EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", "GEMM 1x1x2 and a counted loop of four more fma's (a "
-                                                           "branch, a loop-carried accumulator)"),
+EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", ("GEMM 1x1x2 and a counted loop of four more fma's (a "
+                                                           "branch, a loop-carried accumulator)")),
                     "gemm": ("gemm_m1n1k2.txt", "GEMM 1x1x2, straight-line: four loads, a mul, an fma, a store")}
 
 
@@ -443,16 +453,27 @@ def _report_flags(p) -> None:
     from engine.claims import ILP_SAMPLE
 
     p.description = CLAIMS
-    p.add_argument("which", choices=["claims"],
+    from gui.cli.sweep_report import store_flags
+
+    p.add_argument("which", choices=["claims", "sweep"],
                    help="claims: each figure the design note RegTune started from publishes (register file, naive "
                         "against the best allocator over the GEMM space, MHA strategies, accumulators), beside "
-                        "RegTune's own")
-    p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
+                        "RegTune's own; sweep: a sweep store's rows as a Markdown report with PNG plots")
+    p.add_argument("--out", default=None,
+                   help="claims: the Markdown file to write (default claims-report.md); sweep: the folder for "
+                        "report.md and its plots (default sweep-report)")
+    store_flags(p)
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
     p.add_argument("--ilp-sample", type=positive, default=ILP_SAMPLE,
                    help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
+
+
+def _export_flags(p) -> None:
+    from gui.cli.sweep_report import export_flags
+
+    export_flags(p)
 
 
 def _check_flags(p) -> None:
@@ -501,7 +522,10 @@ EXAMPLES = {
                  "regtune allocate loop.txt --allocator naive --budget 6 --out p.json   # loop.txt: regtune example"],
     "occupancy": ["regtune occupancy --arch sm_80 --regs 130 --threads 256"],
     "example": ["regtune example", "regtune example gemm-loop --out loop.txt"],
-    "report": ["regtune report claims --sample 8 --out claims-report.md"],
+    "report": ["regtune report claims --sample 8 --out claims-report.md",
+               "regtune report sweep --store sweeps.sqlite --filter \"workload == 'gemm'\" --out sweep-report/"],
+    "export": ["regtune export sweep --format csv --out sweep.csv",
+               "regtune export sweep --store s.sqlite --format kerneltuner --filter \"arch == 'sm_80'\" --out kt.json"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
     "doctor": ["regtune doctor", "regtune doctor --json"],
     "build": ["regtune build plan.json --arch sm_80,sm_90 --out-dir out/"],
