@@ -76,3 +76,10 @@ def test_kerneltuner_refuses_two_archs_before_writing(rows, tmp_path):
 def test_kerneltuner_refuses_rows_with_the_same_parameters(rows):
     with pytest.raises(RegtuneError, match="two rows have the tunable parameters 2,2,2,"):
         kerneltuner_cache([rows[0], dict(rows[0])])
+
+
+def test_parquet_without_pyarrow_names_the_extra(rows, tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)       # as if the extra were not installed
+    with pytest.raises(RegtuneError, match=r"^Parquet export needs pyarrow: pip install 'regtune\[parquet\]'$"):
+        export(rows, "parquet", tmp_path / "s.parquet")
+    assert not (tmp_path / "s.parquet").exists()
