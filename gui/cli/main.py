@@ -493,7 +493,11 @@ def _screenshot_flags(p) -> None:
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     _screenshot_mha_flags(p)
-    p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep, diff or all (default)")
+    p.add_argument("--view", default="all",
+                   help="timeline, graph, compare, sass, sweep (the budget sweep), diff, store (the Sweep store "
+                        "view, with --store) or all (default)")
+    p.add_argument("--store", metavar="PATH", help="a sweep store the Sweep store view shows (--view store)")
+    p.add_argument("--filter", metavar="EXPR", help="with --store: the rows it shows, in the sweep filter language")
     p.add_argument("--plan-name", dest="current", metavar="NAME",
                    help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
                         "(default: the best verified plan, the one the window opens on)")
