@@ -739,6 +739,13 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
     """ptxas on the plan's own PTX for every arch in ``archs``, at the plan cap and with no cap (the caps a build
     measures, :data:`kernels.build.CAPS`), and SASS MAXLIVE of the plan-cap cubin; tool runs side by side and
     cached by content (``timings_ms``: the emission and each tool run that ran)."""
+    return plan_ptx_figures_and_listings(plan, archs, spills, use_cache)[0]
+
+
+def plan_ptx_figures_and_listings(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volatile",
+                                  use_cache: bool = True) -> tuple[PlanPtxFigures, dict]:
+    """:func:`plan_ptx_figures` and, per arch, the plan-cap cubin's SASS listing with life ranges (the text its
+    SASS figures were read from; a sweep stores it once by content)."""
     archs = tuple(load_arch(a).name for a in archs)
     if not archs:
         raise PlanPtxError("plan PTX figures need at least one architecture")
@@ -751,7 +758,8 @@ def plan_ptx_figures(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills: str = "volat
         done = list(pool.map(lambda run: _assemble(*run, cache, timings, use_cache), runs))
     by = {(ptx.arch, cap): result for (ptx, cap), result in zip(runs, done)}
     threads = threads_per_block(plan)
-    return PlanPtxFigures(
+    figures = PlanPtxFigures(
         first.entry, spills, {a: ptxas_figures(by[a, "plan"][0], "plan", threads) for a in archs},
         {a: ptxas_figures(by[a, "compiler"][0], "compiler", threads) for a in archs},
         {a: sass_figures(by[a, "plan"][1], a) for a in archs}, timings, not any(r[2] for r in done))
+    return figures, {a: by[a, "plan"][1] for a in archs}

@@ -355,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("export", "write a sweep store's rows as CSV, JSON, Parquet or a Kernel Tuner cache file",
                 _export_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
+    sub.command("sweep", "every config of a space, every allocator, into the results store (--compile: ptxas)",
+                _sweep_flags)
     add_kernel_commands(sub, workload_flags)
     sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
@@ -476,6 +478,12 @@ def _export_flags(p) -> None:
     export_flags(p)
 
 
+def _sweep_flags(p) -> None:
+    from gui.cli.sweep import sweep_flags
+
+    sweep_flags(p)
+
+
 def _check_flags(p) -> None:
     p.add_argument("plan", help="plan file (JSON)")
     p.add_argument("--time-limit", type=seconds, default=CHECK_SECONDS,
@@ -531,6 +539,9 @@ EXAMPLES = {
     "export": ["regtune export sweep --format csv --out sweep.csv",
                "regtune export sweep --store s.sqlite --format kerneltuner --filter \"arch == 'sm_80'\" --out kt.json"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
+    "sweep": ["regtune sweep gemm --filter \"m <= 4 and n == k\"",
+              "regtune sweep gemm --filter \"m == 8\" --compile --arch sm_80,sm_90 --store s.sqlite",
+              "regtune sweep mha --strategies none,fp16-softmax --scheduler tcp://host:8786"],
     "doctor": ["regtune doctor", "regtune doctor --json"],
     "build": ["regtune build plan.json --arch sm_80,sm_90 --out-dir out/"],
     "compare": ["regtune compare gemm --m 8 --n 8 --k 8",
