@@ -150,6 +150,17 @@ def ratio_section(rows: list[dict], plots: Plots) -> list[str]:
     return lines + [""]
 
 
+def _groups(rows: list[dict], fields: tuple) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(tuple(str(r.get(f)) for f in fields), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def _ptxas_spills(row: dict) -> int:
+    return (row.get("ptxas_spill_stores") or 0) + (row.get("ptxas_spill_loads") or 0)
+
+
 def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
     """Planned registers against ptxas's with no cap (a scatter per arch), and how often ptxas at the plan's cap
     fits without spilling."""
@@ -162,9 +173,9 @@ def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
     lines = head
     if free:
         fig, ax = plots.figure(5.5, 5)
-        for arch in sorted({r["arch"] for r in free}):
-            mine = [r for r in free if r["arch"] == arch]
-            ax.scatter([r["registers"] for r in mine], [r["ptxas_registers"] for r in mine], s=6, alpha=0.6, label=arch)
+        for (alloc, arch), mine in _groups(free, ("allocator", "arch")).items():
+            ax.scatter([r["registers"] for r in mine], [r["ptxas_registers"] for r in mine], s=6, alpha=0.6,
+                       marker="o" if arch == min(r["arch"] for r in free) else "x", label=f"{alloc} ({arch})")
         top = max(max(r["registers"], r["ptxas_registers"]) for r in free)
         ax.plot([0, top], [0, top], color="grey", lw=0.8)
         ax.fill_between([0, top], [-WITHIN, top - WITHIN], [WITHIN, top + WITHIN], color="green", alpha=0.12,
@@ -178,9 +189,19 @@ def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
         lines += [(f"ptxas on the plan's own PTX with no -maxrregcount, {len(free):,} rows "
                   f"({', '.join(sorted({r['arch'] for r in free}))})."), "", f"![plan against ptxas]({name})", "",
                   f"- ptxas within \u00b1{WITHIN} registers of the plan: {_share(near, len(free))}.",
-                  f"- ptxas minus plan: min {min(gaps)}, median {statistics.median(gaps):g}, max {max(gaps)}."]
+                  f"- ptxas minus plan: min {min(gaps)}, median {statistics.median(gaps):g}, max {max(gaps)}.", "",
+                  "| allocator | arch | rows | ptxas within \u00b14 | ptxas minus plan min / median / max | "
+                  "ptxas at cap 'plan' without spilling |", "|---|---|---|---|---|---|"]
+        fits = _groups(capped, ("allocator", "arch"))
+        for (alloc, arch), mine in _groups(free, ("allocator", "arch")).items():
+            g = [r["ptxas_registers"] - r["registers"] for r in mine]
+            at_cap = fits.get((alloc, arch), [])
+            lines.append(f"| {alloc} | {arch} | {len(mine):,} | {_share(sum(abs(x) <= WITHIN for x in g), len(g))} | "
+                         f"{min(g)} / {statistics.median(g):g} / {max(g)} | "
+                         f"{_share(sum(not _ptxas_spills(r) for r in at_cap), len(at_cap))} |")
+        lines.append("")
     if capped:
-        fits = sum(1 for r in capped if not (r.get("ptxas_spill_stores") or 0) and not (r.get("ptxas_spill_loads") or 0))
+        fits = sum(1 for r in capped if not _ptxas_spills(r))
         lines.append(f"- ptxas held to the plan's count (cap 'plan') without spilling: {_share(fits, len(capped))} "
                      "rows.")
     return lines + [""]

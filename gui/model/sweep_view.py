@@ -74,14 +74,18 @@ class SweepGrid:
         return sorted({r.get(field) for r in self.rows}, key=_key)
 
     def default(self) -> dict:
-        """The slice the view opens on: per field its most frequent value (the biggest slice), ties the first."""
-        out = {}
-        for f in self.fields:
-            counts: dict = {}
-            for r in self.rows:
-                counts[r.get(f)] = counts.get(r.get(f), 0) + 1
-            out[f] = max(self.choices(f), key=lambda v: counts[v])
-        return out
+        """The slice the view opens on: the one with the most rows (ties: the first in sorted order), so the
+        boxes never open on a combination no row has (arch sm_80 with an analysis row's cap '-').
+
+        >>> rows = [{"workload": "gemm", "m": 2, "n": 2, "k": 2, "arch": a, "cap": c}
+        ...         for a, c in (("-", "-"), ("sm_80", "none"), ("sm_80", "plan"), ("sm_80", "none"))]
+        >>> SweepGrid(rows, "gemm").default()
+        {'k': 2, 'arch': 'sm_80', 'cap': 'none'}
+        """
+        if not self._by_slice:
+            return {f: None for f in self.fields}
+        key = min(self._by_slice, key=lambda k: (-len(self._by_slice[k]), [_key(v) for v in k]))
+        return dict(zip(self.fields, key))
 
     def grid(self, name: str, fixed: dict) -> Cells:
         """Figure ``name`` over x by y, at the values ``fixed`` names (a field it leaves out: any value)."""
@@ -127,7 +131,8 @@ def cell_words(cells: Cells, i: int, j: int, name: str) -> str:
 
 
 def worst_rows(rows: list[dict], count: int = 20) -> dict[str, list[dict]]:
-    """Per table of :data:`WORST`: its rows, worst first (a gap ranks by its size either way)."""
+    """Per table of :data:`WORST`: its rows, worst first (a gap ranks by its size either way); a planned figure's
+    table lists each plan once, not once per arch and cap it was compiled at."""
     out = {}
     for title, name in WORST.items():
         if name == "gap":
@@ -135,8 +140,22 @@ def worst_rows(rows: list[dict], count: int = 20) -> dict[str, list[dict]]:
             ranked = sorted(ranked, key=lambda r: -r["_abs_gap"])[:count]
             out[title] = [{k: v for k, v in r.items() if k != "_abs_gap"} for r in ranked]
         else:
-            out[title] = [r for r in worst(rows, name, count) if (figure(name, r) or 0) > 0]
+            out[title] = [r for r in worst(_plans(rows) if name in PLANNED else rows, name, count)
+                          if (figure(name, r) or 0) > 0]
     return out
+
+
+#: figures of the plan alone (the same on every arch, cap and toolchain row of it)
+PLANNED = ("spilled", "spill_executed", "registers", "maxlive", "ratio")
+
+
+def _plans(rows: list[dict]) -> list[dict]:
+    """One row per plan (config, options, allocator, budget): the first of its arch, cap and toolchain rows."""
+    seen: dict = {}
+    for r in rows:
+        seen.setdefault((r.get("config"), r.get("options"), r.get("tile"), r.get("schedule"), r.get("strategies"),
+                         r.get("allocator"), r.get("budget")), r)
+    return list(seen.values())
 
 
 def _tile(text):

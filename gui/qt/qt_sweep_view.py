@@ -47,11 +47,16 @@ from gui.model.sweep_view import (
 )
 
 #: the worst-configs tables' columns
-WORST_COLUMNS = ("config", "allocator", "budget", "arch", "cap", "figure")
+WORST_COLUMNS = ("config", "figure", "allocator", "budget", "arch, cap")
 
 
 def _text(value) -> str:
     return "" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+
+
+def _where(row: dict) -> str:
+    """A row's arch/cap ('analysis' for a row without ptxas)."""
+    return "analysis" if row.get("arch") in (None, "-") else f"{row.get('arch')}/{row.get('cap')}"
 
 
 class QtSweepView(QWidget):
@@ -89,6 +94,7 @@ class QtSweepView(QWidget):
         self.slice_boxes: dict[str, QComboBox] = {}
         self.plot = pg.PlotWidget()
         self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
         self.plot.getViewBox().setMouseEnabled(False, False)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
@@ -135,6 +141,8 @@ class QtSweepView(QWidget):
             table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
             table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
             table.verticalHeader().hide()
+            table.horizontalHeader().setStretchLastSection(True)
+            table.setWordWrap(False)
             table.cellDoubleClicked.connect(lambda r, _c, t=title: self._worst_opened(t, r))
             self.worst_tables[title] = table
             self.worst.addTab(table, title)
@@ -257,11 +265,11 @@ class QtSweepView(QWidget):
             self.worst_shown[title] = rows
             for i, r in enumerate(rows):
                 for j, col in enumerate(WORST_COLUMNS):
-                    value = figure(name, r) if col == "figure" else r.get(col)
+                    value = {"figure": figure(name, r), "arch, cap": _where(r)}.get(col, r.get(col))
                     table.setItem(i, j, QTableWidgetItem(_text(value)))
             header = QTableWidgetItem(name)
             header.setToolTip(FIGURES[name].label)
-            table.setHorizontalHeaderItem(len(WORST_COLUMNS) - 1, header)
+            table.setHorizontalHeaderItem(WORST_COLUMNS.index("figure"), header)
             table.resizeColumnsToContents()
 
     # -- the mouse --------------------------------------------------------------------------
@@ -283,7 +291,8 @@ class QtSweepView(QWidget):
         cell = self.cell_at(scene_pos)
         if cell is not None:
             text = cell_words(self.cells, *cell, self.figure_name())
-            self.hover.setText(text)
+            head, _, rest = text.partition("\n")
+            self.hover.setText(head + "\n" + rest.replace("\n", ";  "))     # two lines: the plot keeps its size
             self.plot.setToolTip(text)
 
     def eventFilter(self, watched, event) -> bool:
