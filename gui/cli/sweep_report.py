@@ -190,8 +190,8 @@ def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
                   f"({', '.join(sorted({r['arch'] for r in free}))})."), "", f"![plan against ptxas]({name})", "",
                   f"- ptxas within \u00b1{WITHIN} registers of the plan: {_share(near, len(free))}.",
                   f"- ptxas minus plan: min {min(gaps)}, median {statistics.median(gaps):g}, max {max(gaps)}.", "",
-                  "| allocator | arch | rows | ptxas within \u00b14 | ptxas minus plan min / median / max | "
-                  "ptxas at cap 'plan' without spilling |", "|---|---|---|---|---|---|"]
+                  ("| allocator | arch | rows | ptxas within \u00b14 | ptxas minus plan min / median / max | "
+                   "ptxas at cap 'plan' without spilling |"), "|---|---|---|---|---|---|"]
         fits = _groups(capped, ("allocator", "arch"))
         for (alloc, arch), mine in _groups(free, ("allocator", "arch")).items():
             g = [r["ptxas_registers"] - r["registers"] for r in mine]
@@ -315,7 +315,6 @@ def cmd_report_sweep(args) -> int:
 
 def cmd_export_sweep(args) -> int:
     from engine.store import open_store
-
     from engine.sweep_export import export
 
     check_writable(args.out, "--out")
