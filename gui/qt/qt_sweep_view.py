@@ -215,7 +215,7 @@ class QtSweepView(QWidget):
         for field in self.grid.fields:
             box = QComboBox()
             for v in self.grid.choices(field):
-                box.addItem(_text(v) if v is not None else "-", v)
+                box.addItem("-" if v is None else ("none" if v == "" else _text(v)), v)
             box.setCurrentIndex(max(box.findData(default[field]), 0))
             box.setEnabled(box.count() > 1)
             box.activated.connect(lambda _i: self.redraw())
@@ -266,7 +266,9 @@ class QtSweepView(QWidget):
             for i, r in enumerate(rows):
                 for j, col in enumerate(WORST_COLUMNS):
                     value = {"figure": figure(name, r), "arch, cap": _where(r)}.get(col, r.get(col))
-                    table.setItem(i, j, QTableWidgetItem(_text(value)))
+                    item = QTableWidgetItem(_text(value))
+                    item.setToolTip(f"{r.get('config')}: {r.get('allocator')}, budget {r.get('budget')}, {_where(r)}")
+                    table.setItem(i, j, item)
             header = QTableWidgetItem(name)
             header.setToolTip(FIGURES[name].label)
             table.setHorizontalHeaderItem(WORST_COLUMNS.index("figure"), header)
