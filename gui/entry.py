@@ -84,8 +84,8 @@ def screenshot_size(text: str) -> tuple[int, int]:
 
 def _screenshot_arch(args, options):
     """``--arch``: one of the architectures a build measures (the sass view shows those), into the options."""
-    from engine.model.arch import DEFAULT_BUILD_ARCHS
     from engine.base.errors import RegtuneError
+    from engine.model.arch import DEFAULT_BUILD_ARCHS
 
     if args.arch is None:
         return options
@@ -108,7 +108,8 @@ def _screenshot_outs(args) -> list[tuple[str, str]]:
         check_writable(args.out, "--out")
         return [(args.view, args.out)]
     folder = _out_dir(args.out_dir)
-    views = ["all", "timeline", "graph", "compare", "sass", "sweep", "diff"] if args.view == "all" else [args.view]
+    views = ["all", "timeline", "graph", "compare", "sass", "sweep", "diff", *(["store"] if args.store else [])] \
+        if args.view == "all" else [args.view]
     outs = [(v, str(folder / f"{'window' if v == 'all' else v}.png")) for v in views]
     for _v, path in outs:
         check_writable(path, "--out-dir")
@@ -125,7 +126,7 @@ def _check_select(args, workload: dict | None, options) -> None:
     from engine.workloads.roles import base_name
     from gui.model.session import DEFAULT_OPTIONS, DEFAULT_WORKLOAD, build_workload
 
-    name = args.select[1:] if args.select.startswith("%") else args.select
+    name = args.select.removeprefix("%")
     if args.plan:
         from engine.planfile import load_plan
 
@@ -143,10 +144,18 @@ def _screenshot(args) -> int:
     from engine.admit import admit
 
     size = screenshot_size(args.size)
-    if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "diff", "all"):
-        from engine.base.errors import RegtuneError
+    from engine.base.errors import RegtuneError
 
-        raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, diff, all)")
+    if args.view not in ("timeline", "graph", "compare", "sass", "sweep", "diff", "store", "all"):
+        raise RegtuneError(f"--view {args.view}: unknown view (timeline, graph, compare, sass, sweep, diff, store, "
+                           "all)")
+    if args.store:
+        from engine.store import open_store
+
+        with open_store(args.store, readonly=True) as store:   # a missing store or a bad filter: one line, no window
+            store.count(args.filter)
+    elif args.view == "store":
+        raise RegtuneError("--view store: needs --store PATH (the sweep store the view shows)")
     workload, options = _screenshot_workload(args)
     options = _screenshot_arch(args, options)
     outs = _screenshot_outs(args)
@@ -157,7 +166,7 @@ def _screenshot(args) -> int:
 
     for path in screenshot(outs, args.plan, workload=workload, options=options, build=args.build,
                            current=args.current, select=args.select, register=args.register,
-                           instruction=args.instruction, size=size):
+                           instruction=args.instruction, size=size, store=args.store, store_filter=args.filter):
         print(path)
     return 0
 

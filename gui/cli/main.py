@@ -289,6 +289,14 @@ def cmd_report(args) -> int:
     from engine.claims import claims_report
     from gui.cli.progress import CommandProgress
 
+    if args.which == "sweep":
+        from gui.cli.sweep_report import cmd_report_sweep
+
+        return cmd_report_sweep(args)
+    if args.store is not None or args.filter is not None:
+        raise RegtuneError(f"report claims: {'--store' if args.store is not None else '--filter'} is for "
+                           "'report sweep' only (claims evaluates the config spaces itself)")
+    args.out = args.out or "claims-report.md"
     check_writable(args.out, "--out")
     with CommandProgress("report claims") as progress:
         text = claims_report(args.sample, args.workers, progress.stage("GEMM configs, four allocators each", 0),
@@ -344,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("allocate", "run an allocator and write a plan file", _allocate_flags)
     sub.command("occupancy", "active warps per SM for a register count", _occupancy_flags)
     sub.command("report", CLAIMS, _report_flags)
+    sub.command("export", "write a sweep store's rows as CSV, JSON, Parquet or a Kernel Tuner cache file",
+                _export_flags)
     sub.command("check", "check a plan file statically and by execution", _check_flags)
     sub.command("sweep", "every config of a space, every allocator, into the results store (--compile: ptxas)",
                 _sweep_flags)
@@ -356,8 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: the example programs shipped as package data (resources/examples): name -> file, what it is
-EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", "GEMM 1x1x2 and a counted loop of four more fma's (a "
-                                                           "branch, a loop-carried accumulator)"),
+EXAMPLE_PROGRAMS = {"gemm-loop": ("gemm_m1n1k2_loop.txt", ("GEMM 1x1x2 and a counted loop of four more fma's (a "
+                                                           "branch, a loop-carried accumulator)")),
                     "gemm": ("gemm_m1n1k2.txt", "GEMM 1x1x2, straight-line: four loads, a mul, an fma, a store")}
 
 
@@ -445,16 +455,27 @@ def _report_flags(p) -> None:
     from engine.claims import ILP_SAMPLE
 
     p.description = CLAIMS
-    p.add_argument("which", choices=["claims"],
+    from gui.cli.sweep_report import store_flags
+
+    p.add_argument("which", choices=["claims", "sweep"],
                    help="claims: each figure the design note RegTune started from publishes (register file, naive "
                         "against the best allocator over the GEMM space, MHA strategies, accumulators), beside "
-                        "RegTune's own")
-    p.add_argument("--out", default="claims-report.md", help="Markdown file to write (default claims-report.md)")
+                        "RegTune's own; sweep: a sweep store's rows as a Markdown report with PNG plots")
+    p.add_argument("--out", default=None,
+                   help="claims: the Markdown file to write (default claims-report.md); sweep: the folder for "
+                        "report.md and its plots (default sweep-report)")
+    store_flags(p)
     p.add_argument("--sample", type=positive, default=1, help="evaluate every N-th GEMM config only (default: all)")
     p.add_argument("--ilp-sample", type=positive, default=ILP_SAMPLE,
                    help=f"the ILP section (a model) evaluates every N-th GEMM config (default {ILP_SAMPLE})")
     p.add_argument("--workers", type=positive, default=None, help="processes, at least 1 (default: one per core)")
     p.set_defaults(func=cmd_report)
+
+
+def _export_flags(p) -> None:
+    from gui.cli.sweep_report import export_flags
+
+    export_flags(p)
 
 
 def _sweep_flags(p) -> None:
@@ -480,7 +501,11 @@ def _screenshot_flags(p) -> None:
     p.add_argument("--plan", help="plan file to show (default: GEMM 8x8x8)")
     p.add_argument("--gemm", help="MxNxK to show instead, e.g. 16x16x16")
     _screenshot_mha_flags(p)
-    p.add_argument("--view", default="all", help="timeline, graph, compare, sass, sweep, diff or all (default)")
+    p.add_argument("--view", default="all",
+                   help="timeline, graph, compare, sass, sweep (the budget sweep), diff, store (the Sweep store "
+                        "view, with --store) or all (default)")
+    p.add_argument("--store", metavar="PATH", help="a sweep store the Sweep store view shows (--view store)")
+    p.add_argument("--filter", metavar="EXPR", help="with --store: the rows it shows, in the sweep filter language")
     p.add_argument("--plan-name", dest="current", metavar="NAME",
                    help="which plan to show: naive, linear-scan, chaitin-briggs, dsatur or the --plan file's name "
                         "(default: the best verified plan, the one the window opens on)")
@@ -509,7 +534,10 @@ EXAMPLES = {
                  "regtune allocate loop.txt --allocator naive --budget 6 --out p.json   # loop.txt: regtune example"],
     "occupancy": ["regtune occupancy --arch sm_80 --regs 130 --threads 256"],
     "example": ["regtune example", "regtune example gemm-loop --out loop.txt"],
-    "report": ["regtune report claims --sample 8 --out claims-report.md"],
+    "report": ["regtune report claims --sample 8 --out claims-report.md",
+               "regtune report sweep --store sweeps.sqlite --filter \"workload == 'gemm'\" --out sweep-report/"],
+    "export": ["regtune export sweep --format csv --out sweep.csv",
+               "regtune export sweep --store s.sqlite --format kerneltuner --filter \"arch == 'sm_80'\" --out kt.json"],
     "check": ["regtune check plan.json", "regtune check plan.json --json"],
     "sweep": ["regtune sweep gemm --filter \"m <= 4 and n == k\"",
               "regtune sweep gemm --filter \"m == 8\" --compile --arch sm_80,sm_90 --store s.sqlite",

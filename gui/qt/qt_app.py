@@ -12,7 +12,7 @@ import sys
 from engine.base.errors import RegtuneError
 from gui.qt.display import check_display
 
-VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4, "diff": 5}
+VIEW_TABS = {"timeline": 0, "graph": 1, "compare": 2, "sass": 3, "sweep": 4, "diff": 5, "store": 6}
 
 
 #: Qt messages that say nothing to a user: the offscreen platform's, printed on every offscreen run
@@ -100,7 +100,7 @@ def _mark_register(window, current: str | None, text: str | None) -> None:
 def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=(1500, 950),
                workload: dict | None = None, options=None, build: bool = False,
                current: str | None = None, select: str | None = None, register: str | None = None,
-               instruction: int | None = None):
+               instruction: int | None = None, store: str | None = None, store_filter: str | None = None):
     """Render the window offscreen to PNGs: ``outs`` is a path (of ``view``, a tab name or 'all', the whole
     window; the path is returned) or a list of (view, path) (the list of paths is returned). ``build`` runs
     Build & measure first (the SASS and compare views need it); ``instruction`` selects one of the plan's
@@ -109,7 +109,7 @@ def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=
     outs = [(view, outs)] if single else list(outs)
     for shown, _path in outs:
         if shown not in (*VIEW_TABS, "all"):
-            raise RegtuneError(f"unknown view {shown!r} (timeline, graph, compare, sass, sweep, diff, all)")
+            raise RegtuneError(f"unknown view {shown!r} (timeline, graph, compare, sass, sweep, diff, store, all)")
     import os
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -147,6 +147,8 @@ def screenshot(outs, plan_path: str | None = None, view: str = "timeline", size=
             stop_workers()
             window.jobs.wait(10000)
             raise
+    if store:
+        window.sweep_view.open_store(store, store_filter)
     window.flush()
     window.live.now()                  # the live ptxas figures of the plan shown, as the window has them
     arch = options.arch if options is not None else None

@@ -73,11 +73,12 @@ from gui.qt.qt_graph import QtInterferenceGraph
 from gui.qt.qt_jobs import QtJobRunner
 from gui.qt.qt_live import LiveFigures, QtLiveFigures
 from gui.qt.qt_panels import QtConflicts, QtInstructionList, QtPlansList, QtWhyPanel
+from gui.qt.qt_sweep_view import QtSweepView
 from gui.qt.qt_table import QtAllocationTable
 from gui.qt.qt_timeline import QtTimeline
 from gui.qt.qt_workload import QtWorkloadPanel, config_label
 
-VIEWS = ("timeline", "graph", "compare", "sass", "sweep", "diff")
+VIEWS = ("timeline", "graph", "compare", "sass", "sweep", "diff", "store")
 #: the right-hand docks' width at the start (pixels): the allocation table's value and register columns fit
 DETAILS_WIDTH = 380
 
@@ -184,10 +185,11 @@ class QtMainWindow(QMainWindow):
         self.sass_view = QtSassView()
         self.sweep = QtBudgetSweep()
         self.diff = QtDiffView()
+        self.sweep_view = QtSweepView()
         self.tabs = QTabWidget()
         for widget, label in ((self.timeline, "Timeline"), (self.graph, "Interference graph"),
                               (self.compare, "Compare"), (self.sass_view, "Actual (SASS)"),
-                              (self.sweep, "Budget sweep"), (self.diff, "Diff")):
+                              (self.sweep, "Budget sweep"), (self.diff, "Diff"), (self.sweep_view, "Sweep store")):
             self.tabs.addTab(widget, label)
         self.setCentralWidget(self.tabs)
         self.why = QtWhyPanel()
@@ -263,6 +265,7 @@ class QtMainWindow(QMainWindow):
         self._action(file_menu, "Export kernel source...", self.export_kernel_dialog)
         self._action(file_menu, "Export picture of the current view...", self.export_picture_dialog, "Ctrl+E")
         self._action(file_menu, "Export pressure as CSV...", self.export_pressure_dialog, "Ctrl+Shift+E")
+        self._action(file_menu, "Open sweep store...", self.open_store_dialog)
         file_menu.addSeparator()
         self._action(file_menu, "Quit", self.close, QKeySequence.StandardKey.Quit)
         self.undo_action = self.stack.createUndoAction(self, "Undo")
@@ -291,7 +294,7 @@ class QtMainWindow(QMainWindow):
         # note's MHA example), too slow to redo on the UI thread after every edit
         self.critical_action.setChecked(False)
         for i, label in enumerate(("Timeline", "Interference graph", "Compare", "Actual (SASS)", "Budget sweep",
-                                   "Diff")):
+                                   "Diff", "Sweep store")):
             self._action(view_menu, label, lambda _=False, i=i: self.tabs.setCurrentIndex(i), f"Ctrl+{i + 1}")
         tools = self.addToolBar("Main")
         tools.setObjectName("main toolbar")
@@ -328,6 +331,7 @@ class QtMainWindow(QMainWindow):
         self.table.rejected.connect(d.reject)
         self.instructions.moveRequested.connect(lambda i, to: self.edit(Move(i, to)))
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
+        self.sweep_view.configRequested.connect(self.open_sweep_row)
         self.jobs.started.connect(lambda _k: self._busy(True))
         self.jobs.stopped.connect(lambda _k: self._busy(self.jobs.busy()))
         self.jobs.progress.connect(self._progress)
@@ -411,6 +415,38 @@ class QtMainWindow(QMainWindow):
             self.refresh_compare()
         if current is self.diff and self._diff_stale:
             self.refresh_diff()
+        if current is self.sweep_view and self.sweep_view.store_path is None:
+            self.open_default_store()
+
+    # -- the sweep store -------------------------------------------------------------------
+    def open_store(self, path) -> None:
+        """Show the sweep store at ``path`` in the Sweep store tab (a one-line error if it cannot be read)."""
+        self.sweep_view.open_store(path)
+        self.status_text.setText(self.sweep_view.store_label.text())
+
+    def open_default_store(self) -> None:
+        """The default store (the one ``regtune sweep`` writes without --store), if there is one."""
+        from engine.store import default_path
+
+        path = default_path()
+        if path.is_file():
+            self._guard(lambda: self.open_store(path))
+        else:
+            self.sweep_view.store_label.setText(f"no sweep store at {path} yet: run `regtune sweep gemm` (or open "
+                                                "one: File > Open sweep store...)")
+
+    def open_store_dialog(self) -> None:
+        self.tabs.setCurrentWidget(self.sweep_view)
+        self.sweep_view.open_store_dialog()
+
+    def open_sweep_row(self, row: dict) -> None:
+        """A sweep row's config in the main views: its workload and options, built and allocated as the
+        workload panel asks (in the background), the timeline brought forward."""
+        from gui.model.sweep_view import open_request
+
+        workload, options = open_request(row, self.doc.session.options)
+        self.tabs.setCurrentWidget(self.timeline)
+        self.request_workload(workload, options)
 
     def diff_sources(self) -> dict[str, list[str]]:
         """What the Diff tab can compare: every plan, and the SASS of every built plan on each arch."""

@@ -1,0 +1,62 @@
+"""``regtune export sweep`` and ``regtune report sweep`` on a real SQLite store (engine.store), filters included;
+bad input is one line and exit 2 before anything is written."""
+
+import csv
+import json
+
+import pytest
+
+from engine.store import open_store
+from gui.cli.main import main
+from tests.sweep_fixture import gemm_rows
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("store") / "s.sqlite"
+    with open_store(path) as s:
+        s.put(gemm_rows([(2, 2, 2), (4, 4, 4), (16, 16, 16)]))
+    return str(path)
+
+
+def test_export_csv_takes_the_filter(store, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["export", "sweep", "--store", store, "--format", "csv", "--filter", "m <= 4", "--out", str(out)]) == 0
+    back = list(csv.DictReader(out.open()))
+    assert len(back) == 8 and {r["m"] for r in back} == {"2", "4"}
+    assert "8 rows (m <= 4) ->" in capsys.readouterr().out
+
+
+def test_export_kerneltuner_from_the_store_loads(store, tmp_path):
+    util = pytest.importorskip("kernel_tuner.util", reason="kernel_tuner is not installed (regtune[kerneltuner])")
+    out = tmp_path / "kt.json"
+    assert main(["export", "sweep", "--store", store, "--format", "kerneltuner", "--out", str(out)]) == 0
+    data = util.read_cache(str(out), open_cache=False)
+    assert len(data["cache"]) == 12 and data["kernel_name"] == "regtune_gemm"
+
+
+def test_export_json_all_rows(store, tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["export", "sweep", "--store", store, "--format", "json", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["count"] == 12
+
+
+def test_a_bad_filter_is_one_line(store, tmp_path, capsys):
+    out = tmp_path / "x.csv"
+    assert main(["export", "sweep", "--store", store, "--format", "csv", "--filter", "m <=", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("regtune: error: filter 'm <=' at column") and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_report_sweep_writes_report_and_plots(store, tmp_path):
+    folder = tmp_path / "rep"
+    assert main(["report", "sweep", "--store", store, "--filter", "workload == 'gemm'", "--out", str(folder)]) == 0
+    text = (folder / "report.md").read_text()
+    assert "filter `workload == 'gemm'`: 12 rows, 3 configs" in text
+    assert (folder / "naive_best_ratio.png").exists()
+
+
+def test_report_claims_refuses_store_flags(capsys):
+    assert main(["report", "claims", "--store", "x.sqlite"]) == 2
+    assert "--store is for 'report sweep' only" in capsys.readouterr().err
