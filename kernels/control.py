@@ -183,7 +183,7 @@ def loops(listing: Listing) -> list[tuple[int, int]]:
     return found
 
 
-def executed_path(listing: Listing, trips: dict) -> tuple[list[int], str]:
+def executed_path(listing: Listing, trips: dict, forward_taken: bool = True) -> tuple[list[int], str]:
     """Indices of the instructions one warp issues, and a sentence saying how loops were weighted.
 
     The path starts at offset 0 and ends at the first unpredicated EXIT;
@@ -195,7 +195,11 @@ def executed_path(listing: Listing, trips: dict) -> tuple[list[int], str]:
     (``trips``: label -> N from :func:`engine.ir.cfg.loop_trips`), the
     instructions from its first to its back edge run N times; on the last
     pass a predicated branch out of the body (ptxas's loop exit, a BRA or a
-    ``CALL.REL.NOINC``) is taken, on the others it is not. The SASS loop is
+    ``CALL.REL.NOINC``) is taken, on the others it is not. With
+    ``forward_taken=False`` a predicated forward branch outside that role is
+    not taken: the guarded code runs, as the plan's ILP model runs the
+    longer side of an ``if`` (GEMM's ``beta != 0`` epilogue), so the two
+    models price the same work. The SASS loop is
     assumed to be the program's loop once per trip (see
     :func:`kernels.report.schedule_figures` for the check against unrolling).
     Any other loop shape is an error.
@@ -217,7 +221,7 @@ def executed_path(listing: Listing, trips: dict) -> tuple[list[int], str]:
         path.append(i)
         if x.opcode == "EXIT" and not x.predicated:
             break
-        i = _next(listing, i, returns, (first, last), passes >= runs)
+        i = _next(listing, i, returns, (first, last), passes >= runs, forward_taken)
         if i == first and path[-1] == last:
             passes += 1
     note = (f"the SASS loop /*{ins[first].offset:04x}*/../*{ins[last].offset:04x}*/ weighted by the program "
@@ -225,7 +229,7 @@ def executed_path(listing: Listing, trips: dict) -> tuple[list[int], str]:
     return path, note
 
 
-def _next(listing: Listing, i: int, returns: list, loop: tuple, last_pass: bool) -> int:
+def _next(listing: Listing, i: int, returns: list, loop: tuple, last_pass: bool, forward_taken: bool = True) -> int:
     """The index issued after instruction ``i`` (rules in :func:`executed_path`)."""
     x = listing.instructions[i]
     first, last = loop
@@ -244,7 +248,7 @@ def _next(listing: Listing, i: int, returns: list, loop: tuple, last_pass: bool)
     if x.predicated and first <= i < last and not first <= target <= last:
         taken = last_pass                         # the loop's exit
     else:
-        taken = x.predicated and target > i or not x.predicated
+        taken = x.predicated and target > i and forward_taken or not x.predicated
     if taken and x.opcode.startswith("CALL"):
         returns.append(i + 1)
     return target if taken else i + 1
@@ -267,9 +271,11 @@ class IssueCycles:
     loop: str
 
 
-def issue_cycles(listing: Listing, latencies: dict, trips: dict | None = None) -> IssueCycles:
+def issue_cycles(listing: Listing, latencies: dict, trips: dict | None = None,
+                 forward_taken: bool = True) -> IssueCycles:
     """Price the executed path of ``listing``: encoded stalls plus waits on scoreboards, each released the
-    ``latencies`` (class -> cycles, an arch's latency table) of its instruction's class after it issued.
+    ``latencies`` (class -> cycles, an arch's latency table) of its instruction's class after it issued
+    (``forward_taken``: see :func:`executed_path`).
 
     Examples
     --------
@@ -284,7 +290,7 @@ def issue_cycles(listing: Listing, latencies: dict, trips: dict | None = None) -
     >>> r.stall_cycles, r.barrier_wait_cycles, r.cycles    # LDG at 0, FADD waits to 234, EXIT at 238
     (10, 233, 243)
     """
-    path, note = executed_path(listing, trips or {})
+    path, note = executed_path(listing, trips or {}, forward_taken)
     ready = [0] * 6
     now = stalls = waited = 0
     for i in path:

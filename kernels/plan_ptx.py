@@ -789,3 +789,31 @@ def plan_ptx_figures_and_listings(plan: Plan, archs=DEFAULT_BUILD_ARCHS, spills:
         {a: ptxas_figures(by[a, "compiler"][0], "compiler", threads) for a in archs},
         {a: sass_figures(by[a, "plan"][1], a) for a in archs}, timings, not any(r[2] for r in done))
     return figures, {a: by[a, "plan"][1] for a in archs}
+
+
+def plan_ptx_issue_cycles(plan: Plan, arch: str = "sm_80", spills: str = "volatile", forward_taken: bool = False):
+    """The SASS issue cycles per warp (:func:`kernels.control.issue_cycles`, a model from the control bits) of the
+    plan's own PTX compiled by ptxas at the plan cap on ``arch``, the loop weighted by the plan's trip count:
+    ``(IssueCycles, ptxas's registers)``. ``forward_taken=False`` runs the code a predicated forward branch
+    guards, as the plan's ILP model runs the longer side of an ``if`` (see :func:`kernels.control.executed_path`).
+    Raises :class:`kernels.control.ControlError` for a listing or path the control model cannot price, and where
+    ptxas unrolled the loop (more LDG in the SASS loop than ``ld.global`` in the program's loop block)."""
+    from engine.ir.cfg import loop_trips
+    from engine.model.arch import load_latencies
+    from kernels.control import ControlError, issue_cycles, loops, parse_hex
+    from kernels.toolchain import ENCODINGS
+
+    ptx = plan_ptx(plan, arch, spills)
+    report, cubin = ptxas(ptx.text, ptx.arch, cap_registers("plan", ptx.arch, ptx.registers))
+    listing = parse_hex(nvdisasm(cubin, ENCODINGS))
+    trips = loop_trips(plan.program)
+    found = loops(listing)
+    if len(found) == 1 and len(trips) == 1:
+        block = next(b for b in plan.program.blocks if b.name == next(iter(trips)))
+        ir = sum(1 for i in block.instructions if i.opcode.startswith("ld.global"))
+        first, last = found[0]
+        sass = sum(1 for x in listing.instructions[first:last + 1] if x.opcode.startswith("LDG"))
+        if sass > ir:
+            raise ControlError(f"the SASS loop has {sass} global loads, the program loop {block.name} {ir}: "
+                               "unrolled, so weighting it by the trip count would over-count")
+    return issue_cycles(listing, load_latencies(ptx.arch).cycles, trips, forward_taken), report.registers

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
@@ -117,6 +117,7 @@ def load_arch(name: str) -> Arch:
     data["bank_model"] = BankModel(**data["bank_model"])
     data.pop("latency", None)           # the latency table: load_latencies
     data.pop("throughput", None)        # the time model's machine: engine.model.timemodel.load_machine
+    data.pop("read_scoreboard", None)   # the variable-latency classes: load_latencies
     return Arch(**data)
 
 
@@ -169,21 +170,40 @@ class Latencies:
     arch: str
     cycles: dict
     sources: dict
+    #: the variable-latency classes (``[read_scoreboard]``): class -> cycles from issue until the instruction has
+    #: read its source registers (its read barrier is released); a class not here reads them at issue
+    reads: dict = field(default_factory=dict)
+    read_sources: dict = field(default_factory=dict)
+
+    def variable(self, cls: str) -> bool:
+        """Whether class ``cls`` is variable-latency (tracked by scoreboards, reads its operands late)."""
+        return cls in self.reads
 
 
 @functools.cache
 def load_latencies(name: str) -> Latencies:
-    """The ``[latency]`` table of the architecture ``name``; every class has integer cycles and a source.
+    """The ``[latency]`` and ``[read_scoreboard]`` tables of the architecture ``name``; every class has integer
+    cycles and a source.
 
     Examples
     --------
     >>> t = load_latencies("sm_80")
     >>> t.cycles["ffma"], "Accel-Sim" in t.sources["ffma"]
     (4, True)
+    >>> t.variable("ld_global"), t.variable("ffma"), t.reads["mufu"]
+    (True, False, 8)
     """
     load_arch(name)
     data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
-    return latency_table(name, data.get("latency"))
+    table = latency_table(name, data.get("latency"))
+    reads = data.get("read_scoreboard") or {}
+    for cls, row in sorted(reads.items()):
+        if cls not in table.cycles or not isinstance(row.get("cycles"), int) or row["cycles"] < 1 \
+                or not str(row.get("source", "")).strip():
+            raise RegtuneError(f"{name}: read-scoreboard class {cls!r} needs a [latency] row, integer cycles >= 1 "
+                               "and a source")
+    return replace(table, reads={c: r["cycles"] for c, r in reads.items()},
+                   read_sources={c: r["source"] for c, r in reads.items()})
 
 
 def latency_table(name: str, table: dict | None) -> Latencies:

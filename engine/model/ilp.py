@@ -30,10 +30,19 @@ Definitions
   write. Predicates are not allocated by a plan and get none.
 - **Weights**, from the architecture's latency table
   (``resources/arch/*.toml``, :func:`engine.model.arch.load_latencies`, each
-  opcode in a class by :func:`latency_class`): read after write, the
-  producer's latency; write after read, 1 cycle (the writer issues after
-  the reader read its operands); write after write, ``max(1, latency(first)
-  - latency(second) + 1)`` (results land in order).
+  opcode in a class by :func:`latency_class`), by NVIDIA's hazard rules
+  (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via
+  Microbenchmarking", arXiv 1804.06826, p. 12 on control codes: fixed-latency
+  instructions are scheduled by stall counts, variable-latency ones by
+  read and write dependency barriers): read after write, the producer's
+  latency; write after read (:func:`war_weight`), 1 cycle after a
+  fixed-latency reader (it read its operands at issue: the reuse costs no
+  wait) and the reader's read scoreboard after a variable-latency one
+  (``[read_scoreboard]``: memory, ``shfl``, MUFU); write after write
+  (:func:`waw_weight`), the first writer's latency when it is
+  variable-latency (its write scoreboard), else ``max(1, latency(first) -
+  latency(second) + 1)`` (fixed-latency results land in order). Spill
+  slots: write after read 1 cycle, write after write as fixed latency.
 - **Critical path**: the longest path in cycles, ending when the last
   result is written (an instruction without a result ends one cycle after
   it issues). **ILP** = instructions on the path / critical path.
@@ -247,27 +256,75 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
                      path: Path | None = None) -> DependenceGraph:
     """True dependences of ``program`` and, with an ``assignment`` (value -> registers), the false ones
     its register and spill-slot reuse makes. ``path``: the caller's executed path of ``program``."""
-    table = load_latencies(arch).cycles
+    lat = load_latencies(arch)
+    table = lat.cycles
     path = path if path is not None else executed_path(program)
     events = _Events(program, assignment)
     classes: dict = {}   # an instruction's class depends on its opcode and result type only: each pair once
-    static = np.array([table[classes[key] if (key := (ins.opcode, ins.defs[0].type if ins.defs else None)) in classes
-                             else classes.setdefault(key, latency_class(ins))] for ins in program.instructions],
-                      dtype=np.int64)
+    names = [classes[key] if (key := (ins.opcode, ins.defs[0].type if ins.defs else None)) in classes
+             else classes.setdefault(key, latency_class(ins)) for ins in program.instructions]
+    static = np.array([table[c] for c in names], dtype=np.int64)
+    # cycles from issue until the operands are read: a variable-latency class's read scoreboard, else 0 (read at
+    # issue); and whether the class is variable-latency (its result is tracked by a write scoreboard)
+    static_read = np.array([lat.reads.get(c, 0) for c in names], dtype=np.int64)
     latency = static[path.indices]
+    read = static_read[path.indices]
     has_result = np.array([bool(ins.defs) for ins in program.instructions], dtype=bool)
     finish = np.where(has_result[path.indices], latency, 1)
     src, dst = _raw(events.dynamic(path, "true_reads"), events.dynamic(path, "true_writes"), len(path))
     edges = [(src, dst, latency[src], RAW)]
     if assignment is not None:
         reads, writes = events.dynamic(path, "false_reads"), events.dynamic(path, "false_writes")
-        (war_s, war_d), (waw_s, waw_d) = _false(reads, writes, len(path))
-        edges += [(war_s, war_d, np.ones(len(war_s), dtype=np.int64), WAR),
-                  (waw_s, waw_d, np.maximum(1, latency[waw_s] - latency[waw_d] + 1), WAW)]
+        (war_s, war_d, war_r), (waw_s, waw_d, waw_r) = _false(reads, writes, len(path))
+        edges += [(war_s, war_d, war_weight(read[war_s], war_r >= events.registers), WAR),
+                  (waw_s, waw_d, waw_weight(latency[waw_s], latency[waw_d], read[waw_s] > 0,
+                                            waw_r >= events.registers), WAW)]
     src, dst, weight = (np.concatenate([e[i] for e in edges]).astype(np.int64) for i in range(3))
     kind = np.concatenate([np.full(len(e[0]), e[3], dtype=np.int8) for e in edges])
     keep = _distinct_edges(src, dst, kind, len(path))
     return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch)
+
+
+def war_weight(read: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Cycles from a reader's issue until a later instruction may overwrite what it read (write after read).
+
+    - A fixed-latency reader (ALU, FMA, IMAD, ...) reads its operands when it issues, and instructions issue in
+      order, so the writer only has to issue after it: 1 cycle, no wait (NVIDIA's fixed-latency pipelines have no
+      read scoreboard; Jia et al. 2018, arXiv 1804.06826, p. 12: barriers track only
+      variable-latency instructions).
+    - A variable-latency reader (``ld``/``st`` global, local, shared; ``shfl``; MUFU; ``cvt`` on sm_90) reads them
+      after issue and releases a read scoreboard when done; ptxas makes the writer wait on it: the class's
+      ``[read_scoreboard]`` cycles (resources/arch/*.toml, each with its source; an assumption where marked).
+    - A spill slot (``slot``) is written after its reload read it: the same thread's local accesses to one address
+      are taken in order by the memory pipeline: 1 cycle (an assumption).
+
+    Examples
+    --------
+    >>> war_weight(np.array([0, 4, 8, 4]), np.array([False, False, False, True])).tolist()
+    [1, 4, 8, 1]
+    """
+    return np.where(slot, 1, np.maximum(1, read)).astype(np.int64)
+
+
+def waw_weight(first: np.ndarray, second: np.ndarray, variable: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Cycles from a writer's issue until a later writer of the same register may issue (write after write).
+
+    - After a variable-latency writer, its write scoreboard: the later writer waits until the first result is
+      written (``first``, its latency), or the late result would land on the new one (Jia et al. 2018,
+      p. 12: dependency barriers resolve the hazards of variable-latency instructions).
+    - After a fixed-latency writer, results land in order through the pipelines, so the later writer issues as
+      soon as its own result cannot land first: ``max(1, first - second + 1)`` (1 when it is no faster; an
+      assumption: the fixed-latency pipelines write back in issue order).
+    - Spill slots: as after a fixed-latency writer (the store reaches the slot in order).
+
+    Examples
+    --------
+    >>> waw_weight(np.array([400, 4, 6]), np.array([4, 4, 4]), np.array([True, False, False]),
+    ...            np.array([False, False, False])).tolist()
+    [400, 1, 3]
+    """
+    ordered = np.maximum(1, first - second + 1)
+    return np.where(variable & ~slot, first, ordered).astype(np.int64)
 
 
 def _distinct_edges(src: np.ndarray, dst: np.ndarray, kind: np.ndarray, n: int) -> np.ndarray:
@@ -313,6 +370,8 @@ class _Events:
             tr(reads), tw(writes), fr(false_reads), fw(false_writes)
             ctr(len(reads)), ctw(len(writes)), cfr(len(false_reads)), cfw(len(false_writes))
         self.csr = {key: _csr(counts[key], flat[key]) for key in keys}
+        #: physical registers 0..registers-1 in the false events; spill slots from here on
+        self.registers = regs
 
     def dynamic(self, path: Path, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(node, resource) of every event of kind ``key`` along ``path``."""
@@ -329,14 +388,17 @@ def _csr(counts: list, flat: list) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.array(flat, dtype=np.int64)
 
 
-def _ordered(reads, writes, n: int):
-    """Events sorted by (resource, node, reads before writes); each event's segment base (per resource)."""
+def _ordered(reads, writes, n: int, resources: bool = False):
+    """Events sorted by (resource, node, reads before writes); each event's segment base (per resource); with
+    ``resources``, also each event's resource."""
     t = np.concatenate([reads[0], writes[0]])
     r = np.concatenate([reads[1], writes[1]])
     w = np.concatenate([np.zeros(len(reads[0]), dtype=bool), np.ones(len(writes[0]), dtype=bool)])
     order = np.lexsort((w, t, r))
     t, r, w = t[order], r[order], w[order]
     seg = np.concatenate([[0], np.cumsum(r[1:] != r[:-1])]) if len(r) else np.zeros(0, dtype=np.int64)
+    if resources:
+        return t, w, seg.astype(np.int64) * (n + 1), r
     return t, w, seg.astype(np.int64) * (n + 1)
 
 
@@ -349,19 +411,19 @@ def _raw(reads, writes, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _false(reads, writes, n: int):
-    """((WAR src, dst), (WAW src, dst)): each read to the next later write of its resource, each write
-    from the previous write."""
-    t, w, base = _ordered(reads, writes, n)
+    """((WAR src, dst, resource), (WAW src, dst, resource)): each read to the next later write of its resource,
+    each write from the previous write."""
+    t, w, base, r = _ordered(reads, writes, n, resources=True)
     if not len(t):
         empty = np.zeros(0, dtype=np.int64)
-        return (empty, empty), (empty, empty)
+        return (empty, empty, empty), (empty, empty, empty)
     acc = np.maximum.accumulate(np.where(w, base + t + 1, base))
     prev = np.maximum(np.concatenate([[0], acc[:-1]]), base) - base
     waw = w & (prev > 0)
     nxt = np.minimum.accumulate(np.where(w, base + t, base + n)[::-1])[::-1]
     after = np.minimum(np.concatenate([nxt[1:], [np.iinfo(np.int64).max]]), base + n) - base
     war = ~w & (after < n) & (after != t)
-    return (t[war], after[war]), (prev[waw] - 1, t[waw])
+    return (t[war], after[war], r[war]), (prev[waw] - 1, t[waw], r[waw])
 
 
 @dataclass(frozen=True)
@@ -441,6 +503,9 @@ class IlpFigures:
     false_edges : write-after-read and write-after-write edges the plan's reuse makes
     critical : the plan program's instructions on its critical path (linear indices, in path order, once each)
     critical_false : false dependences along that critical path
+    war_free, war_waiting, waw : the false edges by hazard: write after read of a fixed-latency reader or a spill
+        slot (1 cycle: issue order, no wait), write after read of a variable-latency reader (its read scoreboard),
+        write after write (together ``false_edges``)
     """
 
     arch: str
@@ -456,6 +521,9 @@ class IlpFigures:
     false_edges: int
     critical: tuple[int, ...]
     critical_false: int
+    war_free: int = 0
+    war_waiting: int = 0
+    waw: int = 0
 
     @property
     def ilp_loss(self) -> float:
@@ -504,9 +572,11 @@ def plan_ilp(plan, arch: str | None = None, original: Program | None = None, pat
     s = schedule(graph)
     n = len(graph.path)
     false_on_path = sum(1 for k in s.chain_kinds if k in (WAR, WAW))
+    waiting = int(((graph.kind == WAR) & (graph.weight > 1)).sum())
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles,
                       reference.instructions, reference.critical_path, reference.ilp, reference.cycles,
-                      graph.count(WAR) + graph.count(WAW), _static(graph, s.chain), false_on_path)
+                      graph.count(WAR) + graph.count(WAW), _static(graph, s.chain), false_on_path,
+                      graph.count(WAR) - waiting, waiting, graph.count(WAW))
 
 
 def _static(graph: DependenceGraph, chain: tuple) -> tuple[int, ...]:

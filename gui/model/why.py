@@ -120,3 +120,44 @@ def _row(plan: Plan, analysis, occ: Occurrences, name: str, index: int) -> WhyRo
     reaching = defs[max(bisect.bisect_right(defs, index) - 1, 0):][:1]
     return WhyRow(name, value.type, role_of(value), tuple(plan.assignment.get(name, ())), tuple(reaching),
                   tuple(uses[bisect.bisect_right(uses, index):][:3]))
+
+
+def false_dependence_why(arch: str, figures=None) -> str:
+    """What a false dependence (a register reused by the plan) costs in the ILP model, per hazard kind, with the
+    figures of ``arch``'s tables and their sources; with ``figures`` (the plan's
+    :class:`engine.model.ilp.IlpFigures`) also how many of each the plan has.
+
+    Examples
+    --------
+    >>> text = false_dependence_why("sm_80")
+    >>> "fixed-latency" in text and "read scoreboard" in text and "arXiv 1804.06826" in text
+    True
+    """
+    from engine.model.arch import load_latencies
+
+    t = load_latencies(arch)
+    memory = sorted(c for c in t.reads if c.startswith(("ld_", "st_")))
+    other = sorted(c for c in t.reads if c not in memory)
+    lines = [
+        f"What a reused register costs (ILP model, {arch}; a model):",
+        "- Write after a fixed-latency read (ALU, FMA, IMAD, branch): no wait. The reader read its operands "
+        "when it issued and issue is in order, so the writer only issues after it (1 cycle, the issue order).",
+        "- Write after a variable-latency read: the writer waits for the reader's read scoreboard, "
+        + ", ".join(f"{c} {t.reads[c]}" for c in memory + other) + " cycles after it issued.",
+        f"- Write after write: after a variable-latency writer, its write scoreboard (its latency, e.g. ld_global "
+        f"{t.cycles['ld_global']}); after a fixed-latency one, results land in order (max(1, first - second + 1)).",
+        "- What a reuse really costs is what it forbids: the next value cannot be computed before the last read of "
+        "the previous one, so a load cannot be hoisted above it and its latency is not hidden.",
+        "Sources: Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking' "
+        "(arXiv 1804.06826), p. 12, on control codes: fixed-latency instructions are scheduled by stall counts, "
+        "variable-latency ones by read and write dependency barriers; latencies: resources/arch/"
+        f"{arch}.toml [latency] (Accel-Sim's tuned configs, Abdelkhalik et al. 2022); read scoreboards: "
+        f"[read_scoreboard] — {t.read_sources.get('ld_global', 'none')}",
+        "ptxas allocates the plan PTX's registers again, so the compiled kernel has its own reuse; the SASS "
+        "issue cycles (control bits) are the figure to trust for it.",
+    ]
+    if figures is not None:
+        lines.insert(1, f"This plan: {figures.war_free} writes after a fixed-latency read (no wait), "
+                        f"{figures.war_waiting} after a variable-latency read (a read-scoreboard wait), "
+                        f"{figures.waw} writes after writes; {figures.critical_false} on the critical path.")
+    return "\n".join(lines)

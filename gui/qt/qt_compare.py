@@ -35,7 +35,10 @@ from kernels.report import Column, compare_rows
 
 MODEL_NOTE = ("The (model) rows come from engine/model/ilp.py's dependence-graph model on the plan's arch latencies: "
               "a model, not a measurement. The model time rows come from engine/model/timemodel.py (issue cycles, "
-              "occupancy, waves, bytes moved): a model, never a measured time.")
+              "occupancy, waves, bytes moved): a model, never a measured time. A reused register (a false "
+              "dependence) costs no wait after a fixed-latency reader (ALU, FMA: operands read at issue), the read "
+              "scoreboard after a memory or MUFU reader, the write scoreboard after a memory writer; what it "
+              "really costs is the load it keeps from being hoisted (hover a model row for the figures and sources).")
 NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
 
 
@@ -107,6 +110,24 @@ class QtComparePanel(QWidget):
                 self.cells[(label, names[j])] = item.text()
         self.table.resizeRowsToContents()
         self.caption.setText(built_caption(names, measurements))
+        self._explain_model_rows(rows, [(models or {}).get(name) for name in names])
+
+    def _explain_model_rows(self, rows: list, figures: list) -> None:
+        """The model rows' headers and the note under the table explain what a false dependence costs
+        (gui.model.why.false_dependence_why), on the first plan's arch."""
+        from engine.model.ilp import IlpFigures
+        from gui.model.why import false_dependence_why
+
+        known = [f for f in figures if isinstance(f, IlpFigures)]
+        if not known:
+            return
+        text = false_dependence_why(known[0].arch)
+        self.model_note.setToolTip(text)
+        for i, (label, _better, _values) in enumerate(rows):
+            if label in ("ILP (model)", "cycles/warp (model)"):
+                header = self.table.verticalHeaderItem(i)
+                if header is not None:
+                    header.setToolTip(text)
 
     def cell(self, row_label: str, plan: str) -> str:
         return self.cells.get((row_label, plan), "")

@@ -376,7 +376,7 @@ class QtMainWindow(QMainWindow):
         self._compare_stale = self._diff_stale = True
         self._refresh_visible()
         self.status_text.setText(self.status_line())
-        self.status_text.setToolTip(self.status_text.text())
+        self.status_text.setToolTip(self.status_tip())
         self._show_sass_of_current()
         self.live.plan_changed()
 
@@ -405,6 +405,17 @@ class QtMainWindow(QMainWindow):
                 f"MAXLIVE {p and p.maxlive}, {p and p.spilled_values} spilled  |  "
                 + conflict_summary(conflicts) + model
                 + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
+
+    def status_tip(self) -> str:
+        """The status line, and when it shows the ILP model's figures, what a false dependence costs in them."""
+        plan, s = self.doc.plan, self.doc.session
+        f = self.ilp_of(s.current, plan) if plan is not None and self._ilp_wanted() else None
+        line = self.status_line()
+        if not isinstance(f, IlpFigures):
+            return line
+        from gui.model.why import false_dependence_why
+
+        return line + "\n\n" + false_dependence_why(f.arch, f)
 
     def _refresh_visible(self) -> None:
         current = self.tabs.currentWidget()

@@ -249,3 +249,25 @@ def test_a_loop_without_a_way_out_is_refused():
     listing = parse_hex("\n".join(lines))
     with pytest.raises(ControlError, match="no predicated branch out of its body"):
         issue_cycles(listing, {"default": 4}, {"l": 3})
+
+
+def _hand_listing(lines: list[tuple[str, int]]) -> str:
+    """An ``nvdisasm -hex`` listing: (text, control code) per instruction, 16 bytes apart."""
+    out = []
+    for i, (text, code) in enumerate(lines):
+        out.append(f"  /*{i * 16:04x}*/ {text} ; /* 0x0000000000007221 */\n /* {code << 41:#018x} */")
+    return "\n".join(out)
+
+
+def test_a_predicated_forward_branch_is_not_taken_when_the_guarded_side_is_asked_for():
+    """The plan model runs the longer side of an if (GEMM's beta != 0 loads); forward_taken=False prices the same
+    work in the SASS, the default keeps ptxas's slow-path rule (the branch taken)."""
+    stall = 0x7E4                                   # no barriers, yield, 4 cycles
+    text = (_hand_listing([("@!P0 BRA `(.L_x_0)", stall), ("FADD R0, R0, R0", stall), ("FADD R0, R0, R0", stall)])
+            + "\n.L_x_0:\n" + _hand_listing([("EXIT", stall)]).replace("/*0000*/", "/*0030*/"))
+    listing = parse_hex(text)
+    taken, _ = executed_path(listing, {})
+    guarded, _ = executed_path(listing, {}, forward_taken=False)
+    assert taken == [0, 3] and guarded == [0, 1, 2, 3]
+    assert issue_cycles(listing, {"default": 4}, forward_taken=False).cycles == \
+        issue_cycles(listing, {"default": 4}).cycles + 8

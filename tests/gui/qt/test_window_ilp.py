@@ -71,3 +71,19 @@ def test_the_overlay_follows_the_current_plan(window):
 
 def test_the_status_line_names_the_tile_and_schedule_the_program_was_built_with(window):
     assert window.status_line().startswith("gemm 4x4x4, tile 2x2, schedule k-outer  |  linear-scan: ")
+
+
+def test_the_model_rows_and_the_status_line_explain_what_a_false_dependence_costs(window):
+    window.tabs.setCurrentWidget(window.compare)
+    QApplication.processEvents()
+    note = window.compare.model_note
+    assert "fixed-latency reader" in note.text() and "read scoreboard" in note.text()
+    tip = note.toolTip()
+    assert "arXiv 1804.06826" in tip and "[read_scoreboard]" in tip and "sm_80" in tip
+    headers = [window.compare.table.verticalHeaderItem(i) for i in range(window.compare.table.rowCount())]
+    model = [h for h in headers if h.text() in ("ILP (model)", "cycles/warp (model)")]
+    assert len(model) == 2 and all(h.toolTip() == tip for h in model)
+    f = plan_ilp(window.doc.plan)
+    status = window.status_tip()
+    assert status.startswith(window.status_line()) and f"This plan: {f.war_free} writes after a fixed-latency" in status
+    assert f.war_free + f.war_waiting + f.waw == f.false_edges
