@@ -327,6 +327,7 @@ class QtMainWindow(QMainWindow):
         self.table.assignRequested.connect(lambda name, regs: self.edit(Assign(name, tuple(regs))))
         self.table.rejected.connect(d.reject)
         self.instructions.moveRequested.connect(lambda i, to: self.edit(Move(i, to)))
+        self.compare.tuneRequested.connect(self.tune_current)
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
         self.jobs.started.connect(lambda _k: self._busy(True))
         self.jobs.stopped.connect(lambda _k: self._busy(self.jobs.busy()))
@@ -451,6 +452,43 @@ class QtMainWindow(QMainWindow):
         self._compare_stale = False
         shown = {n: p for n, p in planned.items() if not isinstance(p, Unavailable)}
         self.compare.show_plans(shown, dict(s.measurements), {n: self.ilp_of(n, s.plans[n]) for n in shown})
+        mine = shown.get(s.current)
+        self.compare.show_next_step(s.current if mine else None, mine.next_step if mine else "",
+                                    bool(mine) and mine.next_step.startswith("free"))
+
+    def tune_current(self) -> str:
+        """*Tune*: the current plan's schedule searched toward its next occupancy step (:func:`engine.tune.tune`),
+        its edits pushed one by one (each an undo step; an allocator's plan gets its hand copy first); the
+        outcome in the status bar, and returned."""
+        from engine.model.arch import load_arch, next_register_step
+        from engine.plan import registers_used
+        from engine.tune import tune
+        from kernels.report import threads_per_block
+
+        plan = self.doc.plan
+        if plan is None:
+            return ""
+        regs = registers_used(plan.assignment)
+        step = next_register_step(load_arch((plan.options or {}).get("arch", DEFAULT_ARCH)), regs,
+                                  threads_per_block(plan))
+        if step is None:
+            self.doc.reject("registers do not limit this plan's occupancy: there is no step to tune toward")
+            return ""
+        try:
+            r = tune(plan, step[0])
+        except RegtuneError as e:
+            self.doc.reject(f"tune: {e}")
+            return ""
+        for e in r.edits if r.registers_after < r.registers_before else ():
+            if push_edit(self.stack, self.doc, e).rejected:
+                break
+        self.flush()
+        text = (f"tune toward {step[0]} registers ({step[1]} warps): MAXLIVE {r.maxlive_before} -> {r.maxlive_after}, "
+                f"{r.allocator} {r.registers_before} -> {r.registers_after} registers in {r.moves} moves, "
+                f"{r.seconds:.1f} s" + ("" if r.reached else f"; not reached: {r.why_not}"))
+        self.status_text.setText(text)
+        self.status_text.setToolTip(text)
+        return text
 
     def _ilp_wanted(self) -> bool:
         """Whether a view on screen shows the model's figures (the overlay, or the Compare tab)."""
