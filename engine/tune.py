@@ -70,7 +70,9 @@ __all__ = ["BlockSchedule", "TuneResult", "describe_edit", "lower_bound", "sched
 #: seconds one tune may search (list scheduling always completes; the local search stops here)
 TIME_LIMIT = 20.0
 #: how many positions either side of a peak the local search looks for an instruction to move
-WINDOW = 96
+WINDOW = 64
+#: how many of a block's peak positions (the first ones) one step of the local search works on
+PEAKS = 6
 
 
 class TuneError(RegtuneError):
@@ -269,22 +271,28 @@ def list_schedule(s: BlockSchedule, target: int) -> list:
     if n == 0:
         return []
     readers_left = _instance_readers(s)
+    live_defs = [_live_defs(s, i) for i in range(n)]       # what each instruction leaves live: fixed by the graph
     left = [len(p) for p in s.preds]
     ready = {i for i in range(n) if left[i] == 0}
-    live = s._live_before(0) if s.order == list(range(n)) else _block_live_in(s)
+    live = _block_live_in(s)
     order = []
     now = s.weight(live)
     while ready:
-        best, best_key, best_live = None, None, None
+        scored = []
+        m1, m2 = s.m1, s.m2
         for i in ready:
-            kills = _kills(s, i, readers_left)
-            after = (live & ~kills & ~s.kill[i]) | _live_defs(s, i)
-            at = s.weight(after | s.defs[i])
-            delta = s.weight(after) - now
-            need = 0 if delta <= 0 else min((left[j] for j in s.succs[i]), default=n)
-            key = (max(at - target, 0), delta, need, i)
-            if best_key is None or key < best_key:
-                best, best_key, best_live = i, key, after
+            after = (live & ~_kills(s, i, readers_left) & ~s.kill[i]) | live_defs[i]
+            x = after | s.defs[i]
+            at = (x & m1).bit_count() + 2 * (x & m2).bit_count()
+            w = (after & m1).bit_count() + 2 * (after & m2).bit_count()
+            scored.append((max(at - target, 0), w - now, i, after))
+        top = min(scored)[:2]
+        tied = [x for x in scored if x[:2] == top]
+        if top[1] > 0 and len(tied) > 1:        # all open a range: the one that brings a successor nearest ready
+            tied.sort(key=lambda x: (min((left[j] for j in s.succs[x[2]]), default=n), x[2]))
+        else:
+            tied.sort(key=lambda x: x[2])
+        _, _, best, best_live = tied[0]
         ready.discard(best)
         order.append(best)
         for v in _read_instances(s, best):
@@ -408,7 +416,7 @@ def _best_move(s: BlockSchedule):
     when no candidate does either."""
     top = s.maxlive
     count = s.hist[top]
-    peaks = [p for p in range(s.n) if s.pressure[p] == top][:16]
+    peaks = [p for p in range(s.n) if s.pressure[p] == top][:PEAKS]
     moves = sorted(set(_candidates(s, peaks)), key=lambda m: abs(m[0] - m[1]))
     best, best_gain = None, 0
     for a, b in moves:
@@ -440,15 +448,14 @@ def _candidates(s: BlockSchedule, peaks: list):
         k = bisect.bisect_left(peaks, a)
         if k < len(peaks) and s.defs[i] & live[peaks[k]] & gpr:          # sink past the next peak
             p = peaks[k]
-            last = min((s.pos[j] for j in s.succs[i]), default=s.n) - 1
+            last = min([s.pos[j] for j in s.succs[i]] or [s.n]) - 1
             if last > p:
                 yield a, last
                 if p + 1 < last:
                     yield a, p + 1
-        k = bisect.bisect_left(peaks, a) - 1
-        if k >= 0 and s.uses[i] & live[peaks[k]]:                       # hoist before the previous peak
-            p = peaks[k]
-            first = max((s.pos[j] for j in s.preds[i]), default=-1) + 1
+        if k > 0 and s.uses[i] & live[peaks[k - 1]]:                    # hoist before the previous peak
+            p = peaks[k - 1]
+            first = max([s.pos[j] for j in s.preds[i]] or [-1]) + 1
             if first <= p:
                 yield a, first
                 if first < p:
@@ -473,10 +480,7 @@ def lower_bound(program: Program) -> int:
     >>> lower_bound(p), analyze(p).maxlive
     (2, 2)
     """
-    best = 0
-    for s in program_schedules(program):
-        best = max(best, _block_bound(s))
-    return best
+    return max((_block_bound(s) for s in program_schedules(program)), default=0)
 
 
 def _block_bound(s: BlockSchedule) -> int:
@@ -609,19 +613,21 @@ def _allocator_of(plan: Plan, allocator: str | None) -> str:
 
 
 #: the starts of the search: the program's own order and the two list schedules
-STARTS = {"original": None, "top-down list": lambda s, target: list_schedule(s, target),
+STARTS = {"top-down list": lambda s, target: list_schedule(s, target), "original": None,
           "bottom-up list": lambda s, target: bottom_up_schedule(s, target)}
 
 
-def _search(program: Program, target: int, deadline: float) -> tuple[Program, tuple]:
-    """The best of three starts (:data:`STARTS`), each polished by local search: lower MAXLIVE wins, then
-    fewer moved instructions."""
+def _search(program: Program, target: int, deadline: float, schedules: list) -> tuple[Program, tuple]:
+    """The best of the starts of :data:`STARTS`, each polished by local search (its share of the time left):
+    lower MAXLIVE wins, then fewer moved instructions. ``schedules``: the program's block schedules, reset to
+    the program's order for each start."""
     from engine.analysis.dependence import moved_instructions
 
-    unchanged = max(s.maxlive for s in program_schedules(program))
+    unchanged = max(s.maxlive for s in schedules)
     results = [(unchanged, 0, program, ())]       # no move at all, unless a search does better
     for start, schedule in STARTS.items():
-        schedules = program_schedules(program)
+        for s in schedules:
+            s.set_order(list(range(s.n)))
         phases = [] if len(results) > 1 else [("original", unchanged)]
         for s in schedules:
             if s.maxlive > target and schedule is not None:
@@ -631,13 +637,14 @@ def _search(program: Program, target: int, deadline: float) -> tuple[Program, tu
                     s.set_order(list(range(s.n)))
         if schedule is not None:
             phases.append((start, max(s.maxlive for s in schedules)))
+        share = time.monotonic() + (deadline - time.monotonic()) / (len(STARTS) + 1 - len(results))
         for s in schedules:
             if s.maxlive > target:
-                local_search(s, target, deadline)
+                local_search(s, target, min(deadline, share))
         phases.append((f"{start} + local search", max(s.maxlive for s in schedules)))
         tuned = scheduled_program(program, schedules)
         results.append((phases[-1][1], moved_instructions(tuned, program), tuned, tuple(phases)))
-        if phases[-1][1] <= target:
+        if phases[-1][1] <= target or time.monotonic() > deadline:
             break
     best = min(results, key=lambda r: (r[0], r[1]))
     return best[2], tuple(p for r in results for p in r[3])
@@ -666,15 +673,17 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
     program = remove_spill_code(plan.program, plan.spills)
     before = analyze(program).maxlive
     aim, best = target, None
+    schedules = program_schedules(program)
+    bound = max(_block_bound(s) for s in schedules)
     for _ in range(4):
-        tuned, phases = _search(program, aim, deadline)
+        tuned, phases = _search(program, aim, deadline, schedules)
         result = _finish(plan, program, tuned, name, target, before, phases)
         if best is None or (result.registers_after, result.moves) < (best.registers_after, best.moves):
             best = result
         if result.reached or result.maxlive_after > aim or time.monotonic() > deadline:
             break
         aim -= result.registers_after - target
-    return best._replace_seconds(time.monotonic() - started, lower_bound(program))
+    return best._replace_seconds(time.monotonic() - started, bound)
 
 
 def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int,
