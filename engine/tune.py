@@ -50,6 +50,7 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 
@@ -57,7 +58,12 @@ import numpy as np
 
 from engine.alloc import allocate, check_allocator
 from engine.alloc.hand import Move, Reallocate, apply_edit, describe_edit
-from engine.analysis.dependence import may_alias, memory_access, reordering_problem, widths_of
+from engine.analysis.dependence import (
+    may_alias,
+    memory_access,
+    reordering_problem,
+    widths_of,
+)
 from engine.analysis.liveness import analyze, block_liveness
 from engine.base.errors import RegtuneError
 from engine.ir.core import Block, Program, replace_blocks
@@ -71,6 +77,9 @@ __all__ = ["BlockSchedule", "TuneResult", "describe_edit", "lower_bound", "sched
 TIME_LIMIT = 20.0
 #: how many positions either side of a peak the local search looks for an instruction to move
 WINDOW = 64
+#: how many ready instructions a list scheduler weighs at each step: those nearest the original order (the
+#: earliest top-down, the latest bottom-up), as a scheduler's window over its ready queue
+READY = 48
 #: how many of a block's peak positions (the first ones) one step of the local search works on
 PEAKS = 6
 
@@ -153,7 +162,7 @@ class BlockSchedule:
         self.instructions = instructions
         self.n = len(instructions)
         self.m1, self.m2 = masks
-        bit = lambda names: sum(1 << index[x] for x in set(names))  # noqa: E731
+        bit = lambda names: sum(1 << index[x] for x in set(names))
         self.uses = [bit(ins.uses) for ins in instructions]
         self.defs = [bit(d.name for d in ins.defs) for ins in instructions]
         self.kill = [0 if ins.guard is not None else d for ins, d in zip(instructions, self.defs)]
@@ -265,8 +274,10 @@ def scheduled_program(program: Program, schedules: list[BlockSchedule]) -> Progr
 
 # -- phase 1: list scheduling -----------------------------------------------------------------------------
 
-def list_schedule(s: BlockSchedule, target: int) -> list:
-    """A top-down list schedule of one block with a register-pressure priority (see the module docstring)."""
+def list_schedule(s: BlockSchedule, target: int, closing_first: bool = False) -> list:
+    """A top-down list schedule of one block with a register-pressure priority (see the module docstring);
+    ``closing_first``: an instruction that closes a live range goes before any that does not, whatever it
+    opens."""
     n = s.n
     if n == 0:
         return []
@@ -280,19 +291,21 @@ def list_schedule(s: BlockSchedule, target: int) -> list:
     while ready:
         scored = []
         m1, m2 = s.m1, s.m2
-        for i in ready:
-            after = (live & ~_kills(s, i, readers_left) & ~s.kill[i]) | live_defs[i]
+        for i in heapq.nsmallest(READY, ready):
+            kills = _kills(s, i, readers_left)
+            after = (live & ~kills & ~s.kill[i]) | live_defs[i]
             x = after | s.defs[i]
             at = (x & m1).bit_count() + 2 * (x & m2).bit_count()
             w = (after & m1).bit_count() + 2 * (after & m2).bit_count()
-            scored.append((max(at - target, 0), w - now, i, after))
-        top = min(scored)[:2]
-        tied = [x for x in scored if x[:2] == top]
-        if top[1] > 0 and len(tied) > 1:        # all open a range: the one that brings a successor nearest ready
-            tied.sort(key=lambda x: (min((left[j] for j in s.succs[x[2]]), default=n), x[2]))
+            closes = -s.weight(kills & ~after) if closing_first else 0
+            scored.append((max(at - target, 0), closes, w - now, i, after))
+        top = min(scored)[:3]
+        tied = [x for x in scored if x[:3] == top]
+        if top[2] > 0 and len(tied) > 1:        # all open a range: the one that brings a successor nearest ready
+            tied.sort(key=lambda x: (min((left[j] for j in s.succs[x[3]]), default=n), x[3]))
         else:
-            tied.sort(key=lambda x: x[2])
-        _, _, best, best_live = tied[0]
+            tied.sort(key=lambda x: x[3])
+        _, _, _, best, best_live = tied[0]
         ready.discard(best)
         order.append(best)
         for v in _read_instances(s, best):
@@ -305,7 +318,7 @@ def list_schedule(s: BlockSchedule, target: int) -> list:
     return order
 
 
-def bottom_up_schedule(s: BlockSchedule, target: int) -> list:
+def bottom_up_schedule(s: BlockSchedule, target: int, closing_first: bool = False) -> list:
     """A bottom-up list schedule of one block with a register-pressure priority: instructions are placed from
     the block's end upwards, where the live sets are exact (the part below is fixed); the ready instruction
     (every successor placed) that closes the most live ranges (its results) and opens the fewest (its
@@ -319,12 +332,13 @@ def bottom_up_schedule(s: BlockSchedule, target: int) -> list:
     placed = []
     while ready:
         best_key, best, best_live = None, None, None
-        for i in ready:
+        for i in heapq.nlargest(READY, ready):
             before = (live & ~s.kill[i]) | s.uses[i]
             at = s.weight(live | s.defs[i])
             delta = s.weight(before) - now
             need = 0 if delta <= 0 else min((left[j] for j in s.preds[i]), default=n)
-            key = (max(at - target, 0), delta, need, -i)
+            closes = -s.weight(live & s.kill[i] & ~s.uses[i]) if closing_first else 0
+            key = (max(at - target, 0), closes, delta, need, -i)
             if best_key is None or key < best_key:
                 best_key, best, best_live = key, i, before
         ready.discard(best)
@@ -415,7 +429,6 @@ def _best_move(s: BlockSchedule):
     itself), else the one that lowers the summed pressure most without adding a position at MAXLIVE; None
     when no candidate does either."""
     top = s.maxlive
-    count = s.hist[top]
     peaks = [p for p in range(s.n) if s.pressure[p] == top][:PEAKS]
     moves = sorted(set(_candidates(s, peaks)), key=lambda m: abs(m[0] - m[1]))
     best, best_gain = None, 0
@@ -613,41 +626,52 @@ def _allocator_of(plan: Plan, allocator: str | None) -> str:
 
 
 #: the starts of the search: the program's own order and the two list schedules
-STARTS = {"top-down list": lambda s, target: list_schedule(s, target), "original": None,
-          "bottom-up list": lambda s, target: bottom_up_schedule(s, target)}
+STARTS = {"top-down list": lambda s, target: list_schedule(s, target),
+          "top-down list, closing first": lambda s, target: list_schedule(s, target, True),
+          "bottom-up list": lambda s, target: bottom_up_schedule(s, target),
+          "bottom-up list, closing first": lambda s, target: bottom_up_schedule(s, target, True),
+          "original": None}
+#: how many starts, the best by MAXLIVE after their list schedules, the local search polishes
+POLISHED = 1
 
 
 def _search(program: Program, target: int, deadline: float, schedules: list) -> tuple[Program, tuple]:
-    """The best of the starts of :data:`STARTS`, each polished by local search (its share of the time left):
-    lower MAXLIVE wins, then fewer moved instructions. ``schedules``: the program's block schedules, reset to
-    the program's order for each start."""
+    """Every start of :data:`STARTS` list-scheduled, the :data:`POLISHED` best (and the program's own order)
+    polished by local search, each its share of the time left: lower MAXLIVE wins, then fewer moved
+    instructions. ``schedules``: the program's block schedules, reset to the program's order for each start."""
     from engine.analysis.dependence import moved_instructions
 
     unchanged = max(s.maxlive for s in schedules)
-    results = [(unchanged, 0, program, ())]       # no move at all, unless a search does better
+    phases = [("original", unchanged)]
+    starts = {}
     for start, schedule in STARTS.items():
+        orders = []
         for s in schedules:
             s.set_order(list(range(s.n)))
-        phases = [] if len(results) > 1 else [("original", unchanged)]
-        for s in schedules:
             if s.maxlive > target and schedule is not None:
                 before = s.maxlive
                 s.set_order(schedule(s, target))
                 if s.maxlive > before:           # the list schedule is worse here: keep the block's own order
                     s.set_order(list(range(s.n)))
+            orders.append(list(s.order))
+        starts[start] = (max(s.maxlive for s in schedules), orders)
         if schedule is not None:
-            phases.append((start, max(s.maxlive for s in schedules)))
-        share = time.monotonic() + (deadline - time.monotonic()) / (len(STARTS) + 1 - len(results))
-        for s in schedules:
+            phases.append((start, starts[start][0]))
+    chosen = sorted((k for k in starts if k != "original"), key=lambda k: starts[k][0])[:POLISHED] + ["original"]
+    results = [(unchanged, 0, program)]          # no move at all, unless a search does better
+    for n, start in enumerate(chosen):
+        share = time.monotonic() + (deadline - time.monotonic()) / (len(chosen) - n)
+        for s, order in zip(schedules, starts[start][1]):
+            s.set_order(order)
             if s.maxlive > target:
                 local_search(s, target, min(deadline, share))
         phases.append((f"{start} + local search", max(s.maxlive for s in schedules)))
         tuned = scheduled_program(program, schedules)
-        results.append((phases[-1][1], moved_instructions(tuned, program), tuned, tuple(phases)))
+        results.append((phases[-1][1], moved_instructions(tuned, program), tuned))
         if phases[-1][1] <= target or time.monotonic() > deadline:
             break
     best = min(results, key=lambda r: (r[0], r[1]))
-    return best[2], tuple(p for r in results for p in r[3])
+    return best[2], tuple(phases)
 
 
 def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: float = TIME_LIMIT) -> TuneResult:
@@ -687,7 +711,7 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
 
 
 def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int,
-            phases: tuple) -> "_Partial":
+            phases: tuple) -> _Partial:
     problem = reordering_problem(tuned, program, "the plan's")
     if problem:                                   # a bug in the search, never the user's: say it plainly
         raise AssertionError(f"tune broke a dependence: {problem}")

@@ -31,12 +31,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from engine.alloc.hand import (
-    Assign,
     EditResult,
     Move,
-    Spill,
-    Swap,
-    Unspill,
     apply_edit,
     describe_edit,
 )
@@ -95,6 +91,7 @@ def describe(edit) -> str:
 
     Examples
     --------
+    >>> from engine.alloc.hand import Assign
     >>> describe(Assign("acc_0_0", (4, 5))), describe(Move(3, 1))
     ('assign %acc_0_0 to R4:R5', 'move instruction 3 to 1')
     """
