@@ -537,20 +537,75 @@ def _block_bound(s: BlockSchedule) -> int:
 
 def schedule_edits(program: Program, tuned: Program) -> list[Move]:
     """The :class:`engine.alloc.hand.Move` edits that take ``program`` to ``tuned`` (a reordering of it within
-    its dependences), in the order they apply: position by position, the instruction that belongs there is
-    moved up from where it stands. Each passes only instructions that ``tuned`` puts after it and ``program``
-    before it, so none it depends on: every move is legal where it is applied."""
+    its dependences), in the order they apply, each legal where it is applied.
+
+    Per block, the fewest moves where they are legal: the instructions of a longest run that keeps its
+    relative order (a longest increasing subsequence) stay, and every other one moves, in the new order, to
+    just after the instruction the new order puts before it, each checked against the block's dependence
+    graph as it stands then. Where a move would pass an instruction it depends on, the block falls back to
+    position by position: the instruction that belongs at each position is moved up from where it stands,
+    passing only instructions that ``tuned`` puts after it and ``program`` before it, so none it depends on.
+    """
+    widths = widths_of(program)
     edits = []
     for b, (block, new) in enumerate(zip(program.blocks, tuned.blocks)):
         first = program.block_starts[b]
-        current = list(range(len(block.instructions)))
         want = _positions(block.instructions, new.instructions)
-        for p, target in enumerate(want):
-            q = current.index(target, p)
-            if q != p:
-                current.insert(p, current.pop(q))
-                edits.append(Move(first + q, first + p))
+        if want == list(range(len(want))):
+            continue
+        preds, succs = block_graph(block.instructions, widths)
+        moves = _fewest_moves(want, preds, succs)
+        edits.extend(Move(first + q, first + p) for q, p in (moves if moves is not None else _every_move(want)))
     return edits
+
+
+def _every_move(want: list) -> list:
+    current, out = list(range(len(want))), []
+    for p, target in enumerate(want):
+        q = current.index(target, p)
+        if q != p:
+            current.insert(p, current.pop(q))
+            out.append((q, p))
+    return out
+
+
+def _fewest_moves(want: list, preds: list, succs: list) -> list | None:
+    """Moves (from, to) of the instructions outside a longest increasing run, or None where one is illegal."""
+    rank = {old: r for r, old in enumerate(want)}
+    keep = _increasing_run([rank[i] for i in range(len(want))])
+    current, out = list(range(len(want))), []
+    for r, x in enumerate(want):
+        if x in keep:
+            continue
+        q = current.index(x)
+        current.pop(q)
+        p = 0 if r == 0 else current.index(want[r - 1]) + 1
+        passed = current[p:q] if p < q else current[q:p]
+        if any(y in preds[x] or y in succs[x] for y in passed):
+            return None
+        current.insert(p, x)
+        out.append((q, p))
+    return out if current == want else None
+
+
+def _increasing_run(seq: list) -> set:
+    """The indices of one longest increasing subsequence of ``seq`` (patience sorting, O(n log n))."""
+    import bisect
+
+    tails, tail_at, back = [], [], [-1] * len(seq)
+    for i, v in enumerate(seq):
+        k = bisect.bisect_left(tails, v)
+        if k == len(tails):
+            tails.append(v)
+            tail_at.append(i)
+        else:
+            tails[k], tail_at[k] = v, i
+        back[i] = tail_at[k - 1] if k else -1
+    out, i = set(), tail_at[-1] if tail_at else -1
+    while i >= 0:
+        out.add(i)
+        i = back[i]
+    return out
 
 
 def _positions(old: tuple, new: tuple) -> list:

@@ -479,9 +479,14 @@ class QtMainWindow(QMainWindow):
         except RegtuneError as e:
             self.doc.reject(f"tune: {e}")
             return ""
-        for e in r.edits if r.registers_after < r.registers_before else ():
-            if push_edit(self.stack, self.doc, e).rejected:
-                break
+        saving, self.doc.autosave_enabled = self.doc.autosave_enabled, False   # one autosave, not one per move
+        try:
+            for e in r.edits if r.registers_after < r.registers_before else ():
+                if push_edit(self.stack, self.doc, e).rejected:
+                    break
+        finally:
+            self.doc.autosave_enabled = saving
+            self.doc.autosave()
         self.flush()
         text = (f"tune toward {step[0]} registers ({step[1]} warps): MAXLIVE {r.maxlive_before} -> {r.maxlive_after}, "
                 f"{r.allocator} {r.registers_before} -> {r.registers_after} registers in {r.moves} moves, "
