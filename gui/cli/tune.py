@@ -131,7 +131,9 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
             current.insert(e.to, ins)
             text = f"move instruction {e.index} ({ins}) to {e.to}"
         print(f"  {k}. {text}")
-    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound of the dependence graph: {r.lower_bound}); "
+    optimal = ", so no reordering does better" if r.maxlive_after == r.lower_bound else ""
+    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound of the dependence graph: {r.lower_bound}"
+          f"{optimal}); "
           f"search: " + ", ".join(f"{name} {m}" for name, m in r.phases) + f"; {r.seconds:.2f} s")
     print(f"{r.allocator} at the new schedule: {r.registers_after} registers of {plan.budget} "
           f"(was {r.registers_before}), {len(r.plan.spills)} spilled values")
@@ -139,7 +141,8 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
           f"{_occupancy(plan, r.registers_before)} -> {_occupancy(plan, r.registers_after)}")
     print("target " + ("reached" if r.reached else "not reached: " + r.why_not))
     print("identity proof: " + (identity.text if identity is not None else "a plan from an IR file has no workload "
-                                "to rebuild; the tuned program is checked a reordering of the plan's"))
+                                "to rebuild; the tuned program is proved a reordering of the plan's within its "
+                                "dependences (structurally)"))
     print("allocation proof: the symbolic checker proved the tuned plan's registers (every path, every input)")
     if not args.no_ptxas:
         for line in ptxas_lines(r.plan, r.target, plan):
