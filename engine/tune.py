@@ -686,13 +686,14 @@ STARTS = {"top-down list": lambda s, target: list_schedule(s, target),
           "bottom-up list": lambda s, target: bottom_up_schedule(s, target),
           "bottom-up list, closing first": lambda s, target: bottom_up_schedule(s, target, True),
           "original": None}
-#: how many starts, the best by MAXLIVE after their list schedules, the local search polishes
-POLISHED = 1
+#: the local search polishes, of the starts whose names begin with each of these, the best by MAXLIVE after its
+#: list schedule (and then the program's own order)
+POLISHED = ("top-down", "bottom-up")
 
 
 def _search(program: Program, target: int, deadline: float, schedules: list) -> tuple[Program, tuple]:
-    """Every start of :data:`STARTS` list-scheduled, the :data:`POLISHED` best (and the program's own order)
-    polished by local search, each its share of the time left: lower MAXLIVE wins, then fewer moved
+    """Every start of :data:`STARTS` list-scheduled, the best of each direction (:data:`POLISHED`) and the
+    program's own order polished by local search, each its share of the time left: lower MAXLIVE wins, then fewer moved
     instructions. ``schedules``: the program's block schedules, reset to the program's order for each start."""
     from engine.analysis.dependence import moved_instructions
 
@@ -712,7 +713,8 @@ def _search(program: Program, target: int, deadline: float, schedules: list) -> 
         starts[start] = (max(s.maxlive for s in schedules), orders)
         if schedule is not None:
             phases.append((start, starts[start][0]))
-    chosen = sorted((k for k in starts if k != "original"), key=lambda k: starts[k][0])[:POLISHED] + ["original"]
+    chosen = [min((k for k in starts if k.startswith(way)), key=lambda k: starts[k][0]) for way in POLISHED]
+    chosen.append("original")
     results = [(unchanged, 0, program)]          # no move at all, unless a search does better
     for n, start in enumerate(chosen):
         share = time.monotonic() + (deadline - time.monotonic()) / (len(chosen) - n)
