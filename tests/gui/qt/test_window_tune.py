@@ -32,6 +32,7 @@ def test_tune_click_pushes_each_edit_and_undo_walks_back(qtbot, window):
     assert "free" in window.compare.next_step.text() and window.compare.tune_button.isEnabled()
     depth = window.stack.count()
     qtbot.mouseClick(window.compare.tune_button, Qt.MouseButton.LeftButton)
+    window.wait_for_jobs()                 # the search runs in the background
     QApplication.processEvents()
     after = window.doc.plan
     assert window.doc.session.current.startswith("hand")
@@ -42,7 +43,7 @@ def test_tune_click_pushes_each_edit_and_undo_walks_back(qtbot, window):
     pushed = window.stack.count() - depth
     texts = [window.stack.text(i) for i in range(depth, window.stack.count())]
     assert pushed > 2 and "re-allocate with dsatur" in texts[-1] and "move instruction" in texts[1]
-    assert "MAXLIVE" in window.status_text.text() or "tune" in window.stack.text(depth)
+    assert "MAXLIVE" in window.last_tune and window.last_tune in window.status_text.text()
     window.stack.undo()                    # the re-allocation alone
     assert window.doc.plan.program == after.program and window.doc.plan.assignment != after.assignment
     window.stack.undo()                    # the last move alone
@@ -50,3 +51,16 @@ def test_tune_click_pushes_each_edit_and_undo_walks_back(qtbot, window):
     while window.stack.count() and window.stack.index() > depth:
         window.stack.undo()
     assert window.doc.session.plans["dsatur"] is before
+
+
+def test_a_tune_of_a_plan_changed_meanwhile_applies_nothing(window):
+    from engine.alloc.hand import Swap
+    from engine.tune import tune
+
+    name, plan = window.doc.session.current, window.doc.plan
+    result = tune(plan, 32)
+    window.edit(Swap(0, 1))                # the user edits while the search runs: a hand copy is current now
+    window.doc.session.plans[name] = plan.with_(allocator=plan.allocator)   # and the searched plan is gone
+    depth = window.stack.count()
+    window._tuned(plan, name, (32, 64), result)
+    assert window.stack.count() == depth and "changed while" in window.doc.rejection
