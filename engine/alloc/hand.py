@@ -90,6 +90,14 @@ class Move:
 
 
 @dataclass(frozen=True)
+class Reallocate:
+    """Run allocator ``allocator`` again on the plan's program (spill code removed) at the plan's budget: the
+    assignment a new schedule needs (assignment edit; ``tune``'s last step)."""
+
+    allocator: str
+
+
+@dataclass(frozen=True)
 class Restore:
     """Put back a program, assignment and spills exactly (the inverse of an unspill)."""
 
@@ -223,7 +231,41 @@ def _spill_code_hides(plan: Plan, moved: Program, e: Move) -> str | None:
         f"cannot move instruction {e.index} to {e.to}: without its spill code the program would break a dependence ({problem})"
 
 
-_APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore}
+def _reallocate(plan: Plan, e: Reallocate, analysis: Analysis | None) -> EditResult:
+    from engine.alloc import ALLOCATORS, allocate
+
+    if e.allocator not in ALLOCATORS:
+        return _reject(plan, f"unknown allocator {e.allocator!r} (known: {', '.join(sorted(ALLOCATORS))})", analysis)
+    allocation = allocate(e.allocator, remove_spill_code(plan.program, plan.spills), plan.budget)
+    new = plan.with_(program=allocation.program, assignment=allocation.assignment, spills=allocation.spills)
+    return _result(new, Restore(plan.program, plan.assignment, plan.spills), allocation.analysis)
+
+
+_APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore,
+          Reallocate: _reallocate}
+
+
+def describe_edit(edit) -> str:
+    """One line naming an edit, as the undo history and ``regtune tune`` show it.
+
+    Examples
+    --------
+    >>> describe_edit(Assign("acc_0_0", (4, 5))), describe_edit(Move(3, 1)), describe_edit(Reallocate("dsatur"))
+    ('assign %acc_0_0 to R4:R5', 'move instruction 3 to 1', 're-allocate with dsatur at the new schedule')
+    """
+    if isinstance(edit, Assign):
+        return f"assign %{edit.value} to {'R' + ':R'.join(map(str, edit.registers))}"
+    if isinstance(edit, Swap):
+        return f"swap R{edit.a} and R{edit.b}"
+    if isinstance(edit, Spill):
+        return f"spill %{edit.value}"
+    if isinstance(edit, Unspill):
+        return f"unspill %{edit.value}"
+    if isinstance(edit, Move):
+        return f"move instruction {edit.index} to {edit.to}"
+    if isinstance(edit, Reallocate):
+        return f"re-allocate with {edit.allocator} at the new schedule"
+    return type(edit).__name__
 
 
 def apply_edit(plan: Plan, edit, analysis: Analysis | None = None) -> EditResult:

@@ -40,6 +40,7 @@ from gui.cli.common import (
     workload_program,
 )
 from gui.cli.kernels import add_kernel_commands
+from gui.cli.tune import tune_flags
 
 if TYPE_CHECKING:
     from engine.check.verify import ExecutionCheck
@@ -358,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.command("sweep", "every config of a space, every allocator, into the results store (--compile: ptxas)",
                 _sweep_flags)
     add_kernel_commands(sub, workload_flags)
+    sub.command("tune", "reorder a plan's schedule within its dependences to free registers (then ptxas)", tune_flags)
     sub.command("example", "list the example programs shipped with regtune, or write one to a file", _example_flags)
     sub.command("gui", "open the window (also: regtune with no arguments)", _gui_flags)
     sub.command("screenshot", "render the window offscreen to a PNG", _screenshot_flags)

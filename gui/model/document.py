@@ -31,13 +31,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from engine.alloc.hand import (
-    Assign,
     EditResult,
     Move,
-    Spill,
-    Swap,
-    Unspill,
     apply_edit,
+    describe_edit,
 )
 from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
@@ -90,24 +87,15 @@ class IdentityMemo:
 
 
 def describe(edit) -> str:
-    """One line naming a hand edit, as the undo history shows it.
+    """One line naming a hand edit, as the undo history shows it (:func:`engine.alloc.hand.describe_edit`).
 
     Examples
     --------
+    >>> from engine.alloc.hand import Assign
     >>> describe(Assign("acc_0_0", (4, 5))), describe(Move(3, 1))
     ('assign %acc_0_0 to R4:R5', 'move instruction 3 to 1')
     """
-    if isinstance(edit, Assign):
-        return f"assign %{edit.value} to {'R' + ':R'.join(map(str, edit.registers))}"
-    if isinstance(edit, Swap):
-        return f"swap R{edit.a} and R{edit.b}"
-    if isinstance(edit, Spill):
-        return f"spill %{edit.value}"
-    if isinstance(edit, Unspill):
-        return f"unspill %{edit.value}"
-    if isinstance(edit, Move):
-        return f"move instruction {edit.index} to {edit.to}"
-    return type(edit).__name__
+    return describe_edit(edit)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -63,10 +64,24 @@ def built_caption(names: list, measurements: dict) -> str:
 
 
 class QtComparePanel(QWidget):
-    """Plans side by side: planned against actual; the best value in each row is marked with a star."""
+    """Plans side by side: planned against actual; the best value in each row is marked with a star. Above the
+    table, the current plan's next occupancy step with a *Tune* button beside it (``tuneRequested``: reorder the
+    schedule within its dependences toward that step, :mod:`engine.tune`)."""
+
+    tuneRequested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.next_step = QLabel("")
+        self.next_step.setWordWrap(True)
+        self.tune_button = QPushButton("Tune")
+        self.tune_button.setToolTip("Reorder the current plan's instructions within their dependences to lower "
+                                    "MAXLIVE toward the next occupancy step; each move is an undo step")
+        self.tune_button.setEnabled(False)
+        self.tune_button.clicked.connect(self.tuneRequested.emit)
+        step_row = QHBoxLayout()
+        step_row.addWidget(self.next_step, 1)
+        step_row.addWidget(self.tune_button)
         self.table = QTableWidget()
         self.caption = QLabel(NOT_BUILT)
         self.caption.setWordWrap(True)
@@ -77,6 +92,7 @@ class QtComparePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)
+        layout.addLayout(step_row)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.model_note)
         self.cells: dict = {}
@@ -128,6 +144,11 @@ class QtComparePanel(QWidget):
                 header = self.table.verticalHeaderItem(i)
                 if header is not None:
                     header.setToolTip(text)
+
+    def show_next_step(self, plan_name: str | None, text: str, reachable: bool) -> None:
+        """The current plan's next occupancy step in words; *Tune* is enabled when registers limit occupancy."""
+        self.next_step.setText(f"Next occupancy step ({plan_name}): {text}" if plan_name else "")
+        self.tune_button.setEnabled(bool(plan_name) and reachable)
 
     def cell(self, row_label: str, plan: str) -> str:
         return self.cells.get((row_label, plan), "")

@@ -118,6 +118,12 @@ def _sweep_job(progress, plan: Plan, arch: str):
         return Unavailable(str(e))
 
 
+def _tune_job(progress, plan: Plan, target: int):
+    from engine.tune import tune
+
+    return tune(plan, target)
+
+
 def _doctor_job(progress) -> str:
     from kernels.toolchain import doctor
 
@@ -139,6 +145,8 @@ class QtMainWindow(QMainWindow):
         self.stack = QUndoStack(self)
         self.jobs = QtJobRunner(self)
         self.last_error: str | None = None
+        #: the last tune's outcome in words (the status bar shows it until the next status)
+        self.last_tune: str | None = None
         self._redraw_pending = False
         self._graph_stale = self._compare_stale = self._diff_stale = True
         self._planned_cache: dict = {}
@@ -330,6 +338,7 @@ class QtMainWindow(QMainWindow):
         self.table.assignRequested.connect(lambda name, regs: self.edit(Assign(name, tuple(regs))))
         self.table.rejected.connect(d.reject)
         self.instructions.moveRequested.connect(lambda i, to: self.edit(Move(i, to)))
+        self.compare.tuneRequested.connect(self.tune_current)
         self.tabs.currentChanged.connect(lambda _: self._refresh_visible())
         self.sweep_view.configRequested.connect(self.open_sweep_row)
         self.jobs.started.connect(lambda _k: self._busy(True))
@@ -498,6 +507,50 @@ class QtMainWindow(QMainWindow):
         self._compare_stale = False
         shown = {n: p for n, p in planned.items() if not isinstance(p, Unavailable)}
         self.compare.show_plans(shown, dict(s.measurements), {n: self.ilp_of(n, s.plans[n]) for n in shown})
+        mine = shown.get(s.current)
+        self.compare.show_next_step(s.current if mine else None, mine.next_step if mine else "",
+                                    bool(mine) and mine.next_step.startswith("free"))
+
+    def tune_current(self) -> None:
+        """*Tune*: the current plan's schedule searched toward its next occupancy step (:func:`engine.tune.tune`)
+        in the background; :meth:`_tuned` pushes its edits when it is done."""
+        from engine.model.arch import load_arch, next_register_step
+        from engine.plan import registers_used
+        from kernels.report import threads_per_block
+
+        plan, name = self.doc.plan, self.doc.session.current
+        if plan is None:
+            return
+        step = next_register_step(load_arch((plan.options or {}).get("arch", DEFAULT_ARCH)),
+                                  registers_used(plan.assignment), threads_per_block(plan))
+        if step is None:
+            self.doc.reject("registers do not limit this plan's occupancy: there is no step to tune toward")
+            return
+        self.status_text.setText(f"tune: searching a schedule of {name} toward {step[0]} registers ({step[1]} warps)...")
+        self.jobs.start("tune", _tune_job, (plan, step[0]), on_done=lambda r: self._tuned(plan, name, step, r),
+                        on_error=lambda m, _d: self.doc.reject(f"tune: {m}"))
+
+    def _tuned(self, plan: Plan, name: str, step: tuple, r) -> None:
+        """Push a finished tune's edits one by one (each an undo step; an allocator's plan gets its hand copy
+        first), unless the plan changed meanwhile; the outcome goes to the status bar and ``last_tune``."""
+        if self.doc.session.plans.get(name) is not plan:
+            self.doc.reject(f"tune: {name} changed while its schedule was searched; nothing applied")
+            return
+        self.doc.set_current(name)
+        saving, self.doc.autosave_enabled = self.doc.autosave_enabled, False   # one autosave, not one per move
+        try:
+            for e in r.edits if r.registers_after < r.registers_before else ():
+                if push_edit(self.stack, self.doc, e).rejected:
+                    break
+        finally:
+            self.doc.autosave_enabled = saving
+            self.doc.autosave()
+        self.flush()
+        self.last_tune = (f"tune toward {step[0]} registers ({step[1]} warps): MAXLIVE {r.maxlive_before} -> "
+                          f"{r.maxlive_after}, {r.allocator} {r.registers_before} -> {r.registers_after} registers in "
+                          f"{r.moves} moves, {r.seconds:.1f} s" + ("" if r.reached else f"; not reached: {r.why_not}"))
+        self.status_text.setText(self.last_tune)
+        self.status_text.setToolTip(self.last_tune)
 
     def _ilp_wanted(self) -> bool:
         """Whether a view on screen shows the model's figures (the overlay, or the Compare tab)."""
