@@ -74,17 +74,22 @@ class SweepGrid:
         return sorted({r.get(field) for r in self.rows}, key=_key)
 
     def default(self) -> dict:
-        """The slice the view opens on: the one with the most rows (ties: the first in sorted order), so the
-        boxes never open on a combination no row has (arch sm_80 with an analysis row's cap '-').
+        """The slice the view opens on: the one with the most rows (ties: cap 'plan' first, the one row kind
+        that holds every figure, SASS MAXLIVE included, then the first in sorted order), so the boxes never open
+        on a combination no row has (arch sm_80 with an analysis row's cap '-').
 
         >>> rows = [{"workload": "gemm", "m": 2, "n": 2, "k": 2, "arch": a, "cap": c}
         ...         for a, c in (("-", "-"), ("sm_80", "none"), ("sm_80", "plan"), ("sm_80", "none"))]
         >>> SweepGrid(rows, "gemm").default()
         {'k': 2, 'arch': 'sm_80', 'cap': 'none'}
+        >>> SweepGrid(rows[:3], "gemm").default()
+        {'k': 2, 'arch': 'sm_80', 'cap': 'plan'}
         """
         if not self._by_slice:
             return {f: None for f in self.fields}
-        key = min(self._by_slice, key=lambda k: (-len(self._by_slice[k]), [_key(v) for v in k]))
+        cap = self.fields.index("cap") if "cap" in self.fields else None
+        key = min(self._by_slice, key=lambda k: (-len(self._by_slice[k]), cap is None or k[cap] != "plan",
+                                                 [_key(v) for v in k]))
         return dict(zip(self.fields, key))
 
     def grid(self, name: str, fixed: dict) -> Cells:

@@ -254,7 +254,9 @@ class QtSweepView(QWidget):
         self.caption.setText(f"{cells.shown:,} rows in this slice ({', '.join(f'{k} {_text(v)}' for k, v in self.fixed().items())}); "
                              f"{have:,} of {len(cells.xs) * len(cells.ys):,} cells have a {FIGURES[name].label} "
                              f"figure (the others are empty: no row, or not measured)"
-                             + (f"; range {lo:g} to {hi:g}" if have else ""))
+                             + (f"; range {lo:g} to {hi:g}" if have else "")
+                             + ("; SASS MAXLIVE is read from the plan-cap cubin only: choose cap 'plan'"
+                                if name == "sass_maxlive" and self.fixed().get("cap") not in (None, "plan") else ""))
         self.redraw_seconds = time.perf_counter() - t
 
     def _fill_worst(self) -> None:
