@@ -59,13 +59,14 @@ from engine.alloc.common import Allocation, _check_slots
 from engine.analysis.liveness import Analysis, analyze
 from engine.analysis.respill import analyze_spilled
 from engine.base.errors import AllocationError
+from engine.base.limits import OPTIMAL_SECONDS
 from engine.analysis.liveness import loop_depths
 from engine.ir.cfg import StructureError, block_frequencies
 from engine.ir.core import Program
 from engine.ir.spill import SpillCode, first_free_slot, spill_insertion
 
 #: seconds the solver may run per allocation unless told otherwise
-DEFAULT_TIME_LIMIT = 10.0
+DEFAULT_TIME_LIMIT = OPTIMAL_SECONDS
 #: the solvers :func:`optimal` can use (``cp-sat`` is the default; ``highs`` is there for the comparison)
 SOLVERS = ("cp-sat", "highs")
 #: the heuristics whose best result is the upper bound (and the fallback when the solver finds nothing better)
@@ -174,20 +175,24 @@ def spill_costs(analysis: Analysis, frequency: np.ndarray | None = None) -> np.n
     return cost
 
 
-def instruction_frequencies(program: Program) -> np.ndarray:
-    """How often each instruction runs under :func:`engine.ir.cfg.block_frequencies` (a program that is no
-    nest of loops and ifs: 10 ** its loop depth, Chaitin's weight)."""
+def instruction_frequencies(program: Program, original: Program | None = None) -> np.ndarray:
+    """How often each instruction of ``program`` runs under :func:`engine.ir.cfg.block_frequencies` of
+    ``original``, the program before spill code (spill code adds no block, and a spilled loop counter would
+    make the loop look uncounted); a program that is no nest of loops and ifs: 10 ** its loop depth,
+    Chaitin's weight."""
+    source = program if original is None else original
     try:
-        per_block = block_frequencies(program)
+        per_block = block_frequencies(source)
     except StructureError:
-        return (10 ** loop_depths(program)).astype(np.int64)
+        per_block = [10 ** int(loop_depths(source)[first]) if len(b.instructions) else 1
+                     for b, first in zip(source.blocks, source.block_starts)]
     return np.repeat(np.array(per_block, dtype=np.int64), [len(b.instructions) for b in program.blocks])
 
 
 def executed_spill_instructions(allocation: Allocation) -> int:
     """The spill instructions an allocation's program executes under :func:`engine.ir.cfg.block_frequencies`
     (the model :func:`optimal` minimises; heuristics' plans are counted the same way for their gap)."""
-    freq = instruction_frequencies(allocation.program)
+    freq = instruction_frequencies(allocation.program, allocation.original)
     code = allocation.spill_code
     return int(sum(int(freq[i]) for i in (*code.loads, *code.stores)))
 
@@ -268,8 +273,42 @@ def spill_model(analysis: Analysis, cells: int, cost: np.ndarray, hint: set) -> 
                 model.row(cols + [s], [1] * len(cols) + [1], 1, 1)
             else:
                 model.row(cols + [s], [1] * len(cols) + [-1], 0, 0)
-    _add_points(model, _points(analysis, pieces, position), [width_of[item] for item in model.items])
+    points = _points(analysis, pieces, position)
+    _add_points(model, points, [width_of[item] for item in model.items])
+    for point in points:  # the pressure at each point fits: redundant, but it makes the relaxation's bound strong
+        cols = [c for k in point for _, c in model.columns[k]]
+        model.row(cols, [width_of[model.items[k]] for k in point for _ in model.columns[k]], 0, cells)
     return model, position, spilled
+
+
+def pressure_model(analysis: Analysis, cells: int, cost: np.ndarray) -> tuple[Model, dict]:
+    """The relaxation of :func:`spill_model` without registers (Appel & George's first phase): the values to
+    spill so that at every point the registers live fit ``cells``. Its optimum bounds the spill model's;
+    a choice that also colours in ``cells`` registers is optimal. Returns the model and each value's column."""
+    widths = analysis.widths.tolist()
+    values = [v for v, w in enumerate(widths) if w > 0]
+    pieces, _ = _piece_positions(analysis)
+    model = Model(cells)
+    spilled = {v: model.column() for v in values}
+    for v in values:
+        if cost[v]:
+            model.objective[spilled[v]] = int(cost[v])
+    keys = values + list(pieces)
+    position = {item: k for k, item in enumerate(keys)}
+    for point in _points(analysis, pieces, position):
+        coef: dict = {}
+        fixed = 0
+        for k in point:
+            item = keys[k]
+            if isinstance(item, tuple):  # a piece: present when its value is spilled
+                coef[item[0]] = coef.get(item[0], 0) + widths[item[0]]
+            else:  # the whole value: present unless spilled
+                fixed += widths[item]
+                coef[item] = coef.get(item, 0) - widths[item]
+        cols = [(spilled[v], c) for v, c in coef.items() if c]
+        if fixed > cells or any(c > 0 for _, c in cols):
+            model.row([c for c, _ in cols], [k for _, k in cols], -len(analysis.names) * 4, cells - fixed)
+    return model, spilled
 
 
 # -- the solvers ------------------------------------------------------------------------------------------------
@@ -305,8 +344,8 @@ def _solve_cp_sat(model: Model, time_limit: float, workers: int | None) -> Solut
         elif low == high == 1 and all(k == 1 for k in coefs):
             m.AddExactlyOne([x[c] for c in cols])
         else:
-            m.AddLinearConstraint(sum(k * x[c] for c, k in zip(cols, coefs)), low, high)
-    m.Minimize(sum(k * x[c] for c, k in model.objective.items()))
+            m.AddLinearConstraint(cp_model.LinearExpr.WeightedSum([x[c] for c in cols], coefs), low, high)
+    m.Minimize(cp_model.LinearExpr.WeightedSum([x[c] for c in model.objective], list(model.objective.values())))
     for c, v in model.hint.items():
         m.AddHint(x[c], v)
     s = cp_model.CpSolver()
@@ -390,12 +429,13 @@ def _gap(value: float, bound: float) -> str:
 @register("optimal", expensive=True)
 def optimal(program: Program, analysis: Analysis | None = None, budget: int = 255,
             time_limit: float = DEFAULT_TIME_LIMIT, solver: str = "cp-sat", workers: int | None = None) -> Allocation:
-    """The exact allocation of ``program`` under ``budget`` (see the module's text); ``time_limit`` seconds
-    of solver time at most for each of its (at most two) solver runs."""
+    """The exact allocation of ``program`` under ``budget`` (see the module's text), in at most about
+    ``time_limit`` seconds: every solver run gets what is left of it (building the models counts too)."""
     if solver not in SOLVERS:
         raise AllocationError(f"unknown solver {solver!r} (known: {', '.join(SOLVERS)})")
     if not (isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool) and time_limit > 0):
         raise AllocationError(f"optimal: the time limit must be a positive number of seconds, got {time_limit!r}")
+    deadline = time.monotonic() + time_limit
     analysis = analysis if analysis is not None else analyze(program)
     low = analysis.maxlive
     registers = lambda a: max((r for regs in a.assignment.values() for r in regs), default=-1) + 1  # noqa: E731
@@ -407,7 +447,7 @@ def optimal(program: Program, analysis: Analysis | None = None, budget: int = 25
             return _done(upper, budget, [f"optimal: {high} registers, proved (the bound MAXLIVE is reached)"])
         cells = min(high - 1, budget)
         model, position, top = register_model(analysis, cells, low, _symmetry_fix(analysis))
-        sol = solve(model, solver, time_limit, workers)
+        sol = solve(model, solver, _left(deadline), workers)
         how = f"{solver}, {sol.seconds:.2f} s"
         if sol.status in ("optimal", "feasible"):
             found = _registers_allocation(program, analysis, budget, model, position, sol)
@@ -426,17 +466,41 @@ def optimal(program: Program, analysis: Analysis | None = None, budget: int = 25
                                          f"gap {_gap(high, bound)} ({how}: stopped at the {time_limit:g} s limit)"])
         notes.append(f"no colouring in {budget} registers: "
                      + ("proved" if sol.status == "infeasible" else f"none found in {time_limit:g} s") + f" ({how})")
-    return _spill(program, analysis, budget, time_limit, solver, workers, notes)
+    return _spill(program, analysis, budget, time_limit, deadline, solver, workers, notes)
 
 
-def _spill(program, analysis, budget, time_limit, solver, workers, notes) -> Allocation:
+def _left(deadline: float) -> float:
+    """Seconds left before ``deadline`` (a twentieth of a second at least: a solver run always starts)."""
+    return max(deadline - time.monotonic(), 0.05)
+
+
+def _spill(program, analysis, budget, time_limit, deadline, solver, workers, notes) -> Allocation:
     cost = spill_costs(analysis)
     fallback = _best_heuristic(program, analysis, budget, executed_spill_instructions)
     hint = {analysis.index[n] for n in fallback.spills if n in analysis.index} if fallback else set()
-    model, position, spilled = spill_model(analysis, budget, cost, hint)
-    sol = solve(model, solver, time_limit, workers)
-    how = f"{solver}, {sol.seconds:.2f} s"
     within = "within spill-everywhere, executed spill instructions under the trip-count model"
+    relaxed, columns = pressure_model(analysis, budget, cost)
+    first = solve(relaxed, solver, _left(deadline), workers)
+    how = f"{solver}, {first.seconds:.2f} s"
+    if first.status == "optimal":
+        chosen = sorted(v for v, c in columns.items() if first.values[c])
+        found = _coloured(program, analysis, budget, chosen, solver, deadline, workers)
+        if found is not None:
+            value = executed_spill_instructions(found)
+            return _done(found, budget, [*notes, f"optimal {within}: {value}, proved ({how}: the registers-live "
+                                                 f"bound is reached and its spill choice colours)"])
+        notes.append(f"the registers-live bound {int(round(first.objective))} ({how}) does not colour")
+    elif first.status == "infeasible":
+        raise AllocationError(f"optimal: {program.name} cannot be allocated in {budget} registers even with "
+                              f"every value spilled")
+    model, position, spilled = spill_model(analysis, budget, cost, hint)
+    sol = solve(model, solver, _left(deadline), workers)
+    how = f"{solver}, {sol.seconds:.2f} s"
+    relaxed_bound = first.objective if first.status == "optimal" else first.bound
+    if sol.bound is not None and relaxed_bound is not None:
+        sol = replace(sol, bound=max(sol.bound, relaxed_bound))
+    elif relaxed_bound is not None:
+        sol = replace(sol, bound=relaxed_bound)
     if sol.status in ("optimal", "feasible"):
         found = _spill_allocation(program, analysis, budget, model, position, spilled, sol)
         value = executed_spill_instructions(found)
@@ -455,6 +519,38 @@ def _spill(program, analysis, budget, time_limit, solver, workers, notes) -> All
     return _done(fallback, budget, [*notes, f"best found {within}: {value} ({fallback.allocator}'s; the solver "
                                             f"found none in {time_limit:g} s), bound {bound}, gap {_gap(value, bound)} "
                                             f"({how})"])
+
+
+def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> Allocation | None:
+    """``program`` with the values ``chosen`` spilled, coloured in ``budget`` registers (by a heuristic, else
+    exactly); None when it does not colour (or no colouring was found before ``deadline``)."""
+    from engine.alloc import ALLOCATORS
+
+    slots = {}
+    if chosen:
+        slot = first_free_slot(program)
+        _check_slots(program, "optimal", slot, len(chosen))
+        slots = {analysis.names[v]: slot + k for k, v in enumerate(chosen)}
+    touching = sorted({int(i) for i, v in analysis.occurrences.tolist() if v in set(chosen)})
+    insertion = spill_insertion(program, slots, touching) if slots else None
+    spilled = analyze_spilled(analysis, insertion) if insertion else analysis
+    new = insertion.program if insertion else program
+    code = insertion.code if insertion else SpillCode({}, (), (), {})
+    for name in ("dsatur", "chaitin-briggs"):
+        try:
+            a = ALLOCATORS[name](new, spilled, budget)
+        except AllocationError:
+            continue
+        if not a.spills.keys() - slots.keys():
+            return Allocation("optimal", budget, new, a.assignment, dict(code.spills), program, code, a.analysis,
+                              analysis)
+    model, position, _ = register_model(spilled, budget, min(spilled.maxlive, budget), _symmetry_fix(spilled))
+    sol = solve(model, solver, _left(deadline), workers)
+    if sol.values is None:
+        return None
+    base = {v: _taken(model, position, v, sol.values) for v in position}
+    return Allocation("optimal", budget, new, _names(spilled, base), dict(code.spills), program, code, spilled,
+                      analysis)
 
 
 def _done(allocation: Allocation, budget: int, notes: list) -> Allocation:
@@ -524,3 +620,66 @@ def _piece_register(analysis, model, position, piece, sol) -> tuple:
     if r is None:
         raise AllocationError(f"optimal: internal error, piece {piece} of a spilled value has no register")
     return (r,) if analysis.widths[piece[0]] == 1 else (r, r + 1)
+
+
+# -- each heuristic's gap ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GapRow:
+    """One allocator's result beside the optimal one: registers, spilled values, static and executed (the
+    trip-count model) spill instructions, and its gap to ``optimal`` (registers when nothing spills, else
+    executed spill instructions); ``gap`` is None where ``optimal`` was not proved."""
+
+    allocator: str
+    registers: int
+    spilled_values: int
+    spill_instructions: int
+    executed_spill_instructions: int
+    gap: str | None
+
+
+def registers_of(allocation: Allocation) -> int:
+    """Registers an allocation uses (highest index plus one)."""
+    return max((r for regs in allocation.assignment.values() for r in regs), default=-1) + 1
+
+
+def gap_rows(program: Program, budget: int = 255, best: Allocation | None = None,
+             time_limit: float = DEFAULT_TIME_LIMIT, analysis: Analysis | None = None) -> list[GapRow]:
+    """Every fast allocator's result on ``program`` under ``budget`` beside ``optimal``'s (``best``, when the
+    caller has it), and each one's gap to it: ``+N`` (``+P%``) registers or executed spill instructions
+    above the optimum, ``-`` where ``optimal`` did not prove its result (its notes give the bound).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n  exit\\n")
+    >>> [(r.allocator, r.registers, r.gap) for r in gap_rows(p, 8)][-2:]
+    [('naive', 2, '+1 registers (+100%)'), ('optimal', 1, '0')]
+    """
+    from engine.alloc import ALLOCATORS, allocate
+
+    analysis = analysis if analysis is not None else analyze(program)
+    best = best if best is not None else allocate("optimal", program, budget, analysis, time_limit=time_limit)
+    proved = bool(best.notes) and best.notes[-1].startswith("optimal")
+    rows = []
+    for name in [*sorted(ALLOCATORS), "optimal"]:
+        a = best if name == "optimal" else allocate(name, program, budget, analysis)
+        rows.append(_row(name, a, best, proved))
+    return rows
+
+
+def _row(name: str, a: Allocation, best: Allocation, proved: bool) -> GapRow:
+    executed = executed_spill_instructions(a)
+    gap = None
+    if proved:
+        if best.spills:
+            mine, theirs, unit = executed, executed_spill_instructions(best), "executed spill instructions"
+        elif a.spills:
+            mine, theirs, unit = executed, 0, "executed spill instructions"
+        else:
+            mine, theirs, unit = registers_of(a), registers_of(best), "registers"
+        gap = "0" if mine == theirs else (f"+{mine - theirs} {unit}" +
+                                          (f" (+{100 * (mine - theirs) / theirs:.0f}%)" if theirs else ""))
+    return GapRow(name, registers_of(a), len(a.spills), len(a.spill_code.loads) + len(a.spill_code.stores),
+                  executed, gap)
