@@ -493,8 +493,11 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
     elif first.status == "infeasible":
         raise AllocationError(f"optimal: {program.name} cannot be allocated in {budget} registers even with "
                               f"every value spilled")
-    model, position, spilled = spill_model(analysis, budget, cost, hint)
-    sol = solve(model, solver, _left(deadline), workers)
+    if deadline - time.monotonic() < 0.1 * time_limit:  # no time left to build and solve the full model
+        sol = Solution("unknown", None, None, None, 0.0)
+    else:
+        model, position, spilled = spill_model(analysis, budget, cost, hint)
+        sol = solve(model, solver, _left(deadline), workers)
     how = f"{solver}, {sol.seconds:.2f} s"
     relaxed_bound = first.objective if first.status == "optimal" else first.bound
     if sol.bound is not None and relaxed_bound is not None:
@@ -544,6 +547,8 @@ def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> A
         if not a.spills.keys() - slots.keys():
             return Allocation("optimal", budget, new, a.assignment, dict(code.spills), program, code, a.analysis,
                               analysis)
+    if deadline - time.monotonic() < 0.05:
+        return None
     model, position, _ = register_model(spilled, budget, min(spilled.maxlive, budget), _symmetry_fix(spilled))
     sol = solve(model, solver, _left(deadline), workers)
     if sol.values is None:
