@@ -80,4 +80,4 @@ def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis:
     return func(program, analysis if analysis is not None else analyze(program), budget, **options)
 
 
-from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive, optimal  # noqa: E402,F401  (registration)
+from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive, optimal  # noqa: F401  (registration)

@@ -56,11 +56,10 @@ import numpy as np
 
 from engine.alloc import register
 from engine.alloc.common import Allocation, _check_slots
-from engine.analysis.liveness import Analysis, analyze
+from engine.analysis.liveness import Analysis, analyze, loop_depths
 from engine.analysis.respill import analyze_spilled
 from engine.base.errors import AllocationError
 from engine.base.limits import OPTIMAL_SECONDS
-from engine.analysis.liveness import loop_depths
 from engine.ir.cfg import StructureError, block_frequencies
 from engine.ir.core import Program
 from engine.ir.spill import SpillCode, first_free_slot, spill_insertion
@@ -438,7 +437,7 @@ def optimal(program: Program, analysis: Analysis | None = None, budget: int = 25
     deadline = time.monotonic() + time_limit
     analysis = analysis if analysis is not None else analyze(program)
     low = analysis.maxlive
-    registers = lambda a: max((r for regs in a.assignment.values() for r in regs), default=-1) + 1  # noqa: E731
+    registers = lambda a: max((r for regs in a.assignment.values() for r in regs), default=-1) + 1
     upper = _best_heuristic(program, analysis, 255, lambda a: (bool(a.spills), registers(a)))
     high = registers(upper) if upper is not None and not upper.spills else None
     notes: list[str] = []
@@ -446,24 +445,26 @@ def optimal(program: Program, analysis: Analysis | None = None, budget: int = 25
         if high <= low:
             return _done(upper, budget, [f"optimal: {high} registers, proved (the bound MAXLIVE is reached)"])
         cells = min(high - 1, budget)
-        model, position, top = register_model(analysis, cells, low, _symmetry_fix(analysis))
+        model, position, _ = register_model(analysis, cells, low, _symmetry_fix(analysis))
         sol = solve(model, solver, _left(deadline), workers)
         how = f"{solver}, {sol.seconds:.2f} s"
         if sol.status in ("optimal", "feasible"):
             found = _registers_allocation(program, analysis, budget, model, position, sol)
-            value = int(round(sol.objective))
+            value = round(sol.objective)
             if sol.status == "optimal":
                 return _done(found, budget, [f"optimal: {value} registers, proved ({how})"])
             bound = max(low, int(np.ceil(sol.bound - 1e-6)))
-            return _done(found, budget, [f"best found: {value} registers, bound {bound}, gap {_gap(value, bound)} "
-                                         f"({how}: stopped at the {time_limit:g} s limit)"])
+            note = (f"best found: {value} registers, bound {bound}, gap {_gap(value, bound)} "
+                    f"({how}: stopped at the {time_limit:g} s limit)")
+            return _done(found, budget, [note])
         if sol.status == "infeasible" and high <= budget:
-            return _done(upper, budget, [f"optimal: {high} registers, proved ({how}: none fits {high - 1}; "
-                                         f"the plan is {upper.allocator}'s)"])
+            note = f"optimal: {high} registers, proved ({how}: none fits {high - 1}; the plan is {upper.allocator}'s)"
+            return _done(upper, budget, [note])
         if high <= budget:  # unknown: the heuristic's colouring stands, with the bound
             bound = max(low, int(np.ceil(sol.bound - 1e-6))) if sol.bound is not None else low
-            return _done(upper, budget, [f"best found: {high} registers ({upper.allocator}'s), bound {bound}, "
-                                         f"gap {_gap(high, bound)} ({how}: stopped at the {time_limit:g} s limit)"])
+            note = (f"best found: {high} registers ({upper.allocator}'s), bound {bound}, gap {_gap(high, bound)} "
+                    f"({how}: stopped at the {time_limit:g} s limit)")
+            return _done(upper, budget, [note])
         notes.append(f"no colouring in {budget} registers: "
                      + ("proved" if sol.status == "infeasible" else f"none found in {time_limit:g} s") + f" ({how})")
     return _spill(program, analysis, budget, time_limit, deadline, solver, workers, notes)
@@ -487,9 +488,9 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
         found = _coloured(program, analysis, budget, chosen, solver, deadline, workers)
         if found is not None:
             value = executed_spill_instructions(found)
-            return _done(found, budget, [*notes, f"optimal {within}: {value}, proved ({how}: the registers-live "
-                                                 f"bound is reached and its spill choice colours)"])
-        notes.append(f"the registers-live bound {int(round(first.objective))} ({how}) does not colour")
+            note = f"optimal {within}: {value}, proved ({how}: the registers-live bound is reached and its choice colours)"
+            return _done(found, budget, [*notes, note])
+        notes.append(f"the registers-live bound {round(first.objective)} ({how}) does not colour")
     elif first.status == "infeasible":
         raise AllocationError(f"optimal: {program.name} cannot be allocated in {budget} registers even with "
                               f"every value spilled")
@@ -510,18 +511,23 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
         if sol.status == "optimal":
             return _done(found, budget, [*notes, f"optimal {within}: {value}, proved ({how})"])
         bound = int(np.ceil(sol.bound - 1e-6))
+        whose = ""
         if fallback is not None and executed_spill_instructions(fallback) < value:
-            found, value = fallback, executed_spill_instructions(fallback)
-        return _done(found, budget, [*notes, f"best found {within}: {value}, bound {bound}, gap "
-                                             f"{_gap(value, bound)} ({how}: stopped at the {time_limit:g} s limit)"])
-    if sol.status == "infeasible" or fallback is None:
+            found, value, whose = fallback, executed_spill_instructions(fallback), f" ({fallback.allocator}'s)"
+        note = (f"best found {within}: {value}{whose}, bound {bound}, gap {_gap(value, bound)} "
+                f"({how}: stopped at the {time_limit:g} s limit)")
+        return _done(found, budget, [*notes, note])
+    if sol.status == "infeasible":
         raise AllocationError(f"optimal: {program.name} cannot be allocated in {budget} registers even with "
                               f"every value spilled ({how}: {sol.status})")
+    if fallback is None:
+        raise AllocationError(f"optimal: no allocation of {program.name} in {budget} registers found within "
+                              f"{time_limit:g} s, and no heuristic finds one (raise --time-limit)")
     value = executed_spill_instructions(fallback)
     bound = int(np.ceil(sol.bound - 1e-6)) if sol.bound is not None else 0
-    return _done(fallback, budget, [*notes, f"best found {within}: {value} ({fallback.allocator}'s; the solver "
-                                            f"found none in {time_limit:g} s), bound {bound}, gap {_gap(value, bound)} "
-                                            f"({how})"])
+    note = (f"best found {within}: {value} ({fallback.allocator}'s; the solver found none in "
+            f"{time_limit:g} s), bound {bound}, gap {_gap(value, bound)} ({how})")
+    return _done(fallback, budget, [*notes, note])
 
 
 def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> Allocation | None:

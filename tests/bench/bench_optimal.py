@@ -19,6 +19,7 @@ import time
 
 from engine.alloc import allocate
 from engine.alloc.optimal import (
+    _symmetry_fix,
     executed_spill_instructions,
     pressure_model,
     register_model,
@@ -26,7 +27,6 @@ from engine.alloc.optimal import (
     solve,
     spill_costs,
     spill_model,
-    _symmetry_fix,
 )
 from engine.analysis.liveness import analyze
 from engine.analysis.respill import analyze_spilled

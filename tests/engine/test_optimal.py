@@ -7,7 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.alloc import ALLOCATORS, EXPENSIVE, all_allocators, allocate, check_allocator
+from engine.alloc import (
+    ALLOCATORS,
+    EXPENSIVE,
+    all_allocators,
+    allocate,
+    check_allocator,
+)
 from engine.alloc.optimal import (
     executed_spill_instructions,
     gap_rows,
@@ -164,3 +170,10 @@ def test_highs_reaches_the_same_optimum():
     assert registers_of(a) == 6 and proved(a), a.notes
     b = allocate("optimal", parse(CYCLE5), 4, solver="highs")
     assert executed_spill_instructions(b) == 13 and proved(b), b.notes
+
+
+def test_a_missing_solver_is_a_one_line_error_naming_the_extra():
+    from engine.alloc.optimal import _import
+
+    with pytest.raises(AllocationError, match=r"needs no_such_solver: pip install 'regtune\[optimal\]'"):
+        _import("no_such_solver_module", "no_such_solver")
