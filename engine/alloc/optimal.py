@@ -485,12 +485,16 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
     how = f"{solver}, {first.seconds:.2f} s"
     if first.status == "optimal":
         chosen = sorted(v for v, c in columns.items() if first.values[c])
-        found = _coloured(program, analysis, budget, chosen, solver, deadline, workers)
+        found, repair, coloured = _coloured(program, analysis, budget, chosen, solver, deadline, workers)
+        if repair is not None and (fallback is None or
+                                   executed_spill_instructions(repair) < executed_spill_instructions(fallback)):
+            fallback = repair
+            hint = {analysis.index[n] for n in fallback.spills if n in analysis.index}
         if found is not None:
             value = executed_spill_instructions(found)
             note = f"optimal {within}: {value}, proved ({how}: the registers-live bound is reached and its choice colours)"
             return _done(found, budget, [*notes, note])
-        notes.append(f"the registers-live bound {round(first.objective)} ({how}) does not colour")
+        notes.append(f"the registers-live bound {round(first.objective)} ({how}): its spill choice, {coloured}")
     elif first.status == "infeasible":
         raise AllocationError(f"optimal: {program.name} cannot be allocated in {budget} registers even with "
                               f"every value spilled")
@@ -513,7 +517,7 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
         bound = int(np.ceil(sol.bound - 1e-6))
         whose = ""
         if fallback is not None and executed_spill_instructions(fallback) < value:
-            found, value, whose = fallback, executed_spill_instructions(fallback), f" ({fallback.allocator}'s)"
+            found, value, whose = fallback, executed_spill_instructions(fallback), f" (from {fallback.allocator})"
         note = (f"best found {within}: {value}{whose}, bound {bound}, gap {_gap(value, bound)} "
                 f"({how}: stopped at the {time_limit:g} s limit)")
         return _done(found, budget, [*notes, note])
@@ -525,15 +529,18 @@ def _spill(program, analysis, budget, time_limit, deadline, solver, workers, not
                               f"{time_limit:g} s, and no heuristic finds one (raise --time-limit)")
     value = executed_spill_instructions(fallback)
     bound = int(np.ceil(sol.bound - 1e-6)) if sol.bound is not None else 0
-    note = (f"best found {within}: {value} ({fallback.allocator}'s; the solver found none in "
+    note = (f"best found {within}: {value} (from {fallback.allocator}; the solver found none in "
             f"{time_limit:g} s), bound {bound}, gap {_gap(value, bound)} ({how})")
     return _done(fallback, budget, [*notes, note])
 
 
-def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> Allocation | None:
+def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> tuple:
     """``program`` with the values ``chosen`` spilled, coloured in ``budget`` registers (by a heuristic, else
-    exactly); None when it does not colour (or no colouring was found before ``deadline``)."""
+    exactly, in half the time left): (that allocation or None, a repair or None, what happened in words). The repair is the cheapest
+    heuristic allocation that spills more original values on top of ``chosen`` (an upper bound when the
+    choice does not colour)."""
     from engine.alloc import ALLOCATORS
+    from engine.ir.spill import spill_code_of
 
     slots = {}
     if chosen:
@@ -545,23 +552,31 @@ def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> A
     spilled = analyze_spilled(analysis, insertion) if insertion else analysis
     new = insertion.program if insertion else program
     code = insertion.code if insertion else SpillCode({}, (), (), {})
+    repairs = []
     for name in ("dsatur", "chaitin-briggs"):
         try:
             a = ALLOCATORS[name](new, spilled, budget)
         except AllocationError:
             continue
-        if not a.spills.keys() - slots.keys():
+        extra = a.spills.keys() - slots.keys()
+        if not extra:
             return Allocation("optimal", budget, new, a.assignment, dict(code.spills), program, code, a.analysis,
-                              analysis)
+                              analysis), None, "coloured"
+        if extra <= analysis.index.keys():  # more original values spilled: a repair
+            spills = {**slots, **a.spills}
+            repairs.append(Allocation(f"the relaxation's choice repaired by {name}", budget, a.program, a.assignment, spills, program,
+                                      spill_code_of(a.program, spills), a.analysis, analysis))
+    repair = min(repairs, key=executed_spill_instructions, default=None)
     if deadline - time.monotonic() < 0.05:
-        return None
+        return None, repair, "no time left to colour it exactly"
     model, position, _ = register_model(spilled, budget, min(spilled.maxlive, budget), _symmetry_fix(spilled))
-    sol = solve(model, solver, _left(deadline), workers)
+    sol = solve(model, solver, max(_left(deadline) / 2, 0.05), workers)
     if sol.values is None:
-        return None
+        return None, repair, ("it colours in no way (proved)" if sol.status == "infeasible" else
+                              f"no heuristic colours it, nor did {solver} in {sol.seconds:.2f} s")
     base = {v: _taken(model, position, v, sol.values) for v in position}
     return Allocation("optimal", budget, new, _names(spilled, base), dict(code.spills), program, code, spilled,
-                      analysis)
+                      analysis), repair, "coloured"
 
 
 def _done(allocation: Allocation, budget: int, notes: list) -> Allocation:
