@@ -28,14 +28,24 @@ points whose items are a subset of a neighbouring point's are left out).
   before the read), which is where the spill code puts them. Executed
   counts weigh each instruction by :func:`engine.ir.cfg.block_frequencies`
   (counted loops by their trip count, an if's two sides both as often as
-  the code around them). The register count is not minimised here.
+  the code around them). It is solved in Appel and George's two phases
+  first: the registers-live relaxation (:func:`pressure_model`: at every
+  point the widths present fit the budget, no registers named), whose
+  optimum is a lower bound and, when its spill choice colours (DSatur or
+  Chaitin-Briggs, else the exact colouring model), the optimum. When it
+  does not, a heuristic that spills more on top of it is an upper bound,
+  and the full model (:func:`spill_model`, with the relaxation's rows
+  added to strengthen its bound) gets the time left. The register count
+  is not minimised here.
 
 Invariant: the allocation returned passes :func:`engine.check.verify.static_conflicts`
 (checked before it is returned; a conflict would be a formulation error
 and raises); its notes say "optimal" only when the solver (or the bounds)
-proved it, else "best found, bound B, gap G%"; the solver stops at
-``time_limit`` seconds and the allocation is then the best found or, when
-it found none better, the best heuristic's.
+proved it, else "best found, bound B, gap G%"; every solver run shares
+one deadline, ``time_limit`` seconds from the start (building the models
+and running the heuristics come on top: about 2 s on GEMM 8x8x8), and
+the allocation is then the best found: the solver's, a repair's or the
+best heuristic's.
 
 Examples
 --------
@@ -76,8 +86,8 @@ HEURISTICS = ("dsatur", "chaitin-briggs", "linear-scan")
 class Model:
     """A 0-1 program over items and registers, independent of the solver.
 
-    ``items``: (value number, kind, width), kind ``whole`` (the value in a register over its live range),
-    ``r`` (a reload piece) or ``d`` (a definition piece); ``cells`` registers; ``columns``: per item, its
+    ``items``: a value number (the value whole, in a register over its live range) or a piece
+    ``(value, instruction, kind)``, kind ``r`` (a reload) or ``d`` (a definition); ``cells`` registers; ``columns``: per item, its
     domain as ``(register, column)``; ``rows``: (columns, coefficients, low, high); ``objective``: column ->
     coefficient (minimised); ``integer_bounds``: the non-binary columns' bounds; ``hint``: column -> value.
     """
