@@ -8,7 +8,9 @@ HiGHS (scipy.optimize.milp), printing status, objective, bound and seconds of ea
 proved and the largest program (instructions, values) proved. Every figure is printed beside the time of
 ``sum(range(10**7))`` measured in the same run.
 
-Run: ``python -m tests.bench.bench_optimal [--tiny] [--limits 10,60] [--repeat 3] [--workers N]``
+Part 3 (``--gaps``, on its own) prints every heuristic's gap to ``optimal`` on the programs of part 2.
+
+Run: ``python -m tests.bench.bench_optimal [--tiny] [--limits 10,60] [--repeat 3] [--workers N] [--gaps]``
 """
 
 from __future__ import annotations
@@ -133,6 +135,44 @@ def sizes(tiny: bool, limits: list[float], workers: int | None) -> dict:
     return results
 
 
+def gaps(tiny: bool, limit: float) -> dict:
+    """Part 3 (``--gaps``): every fast allocator's gap to ``optimal`` (engine.alloc.optimal.gap_rows) on the
+    programs and budgets of part 2, and per heuristic the median and mean gap over the cases ``optimal``
+    proved: in executed spill instructions where the optimum spills, in registers where nothing spills."""
+    from engine.alloc.optimal import gap_rows
+
+    per: dict = {}
+    for label, program in programs(tiny):
+        a = analyze(program)
+        for budget in sorted({255, max(a.maxlive - 4, 4), max(a.maxlive // 2, 4)}, reverse=True):
+            rows = gap_rows(program, budget, time_limit=limit, analysis=a)
+            best, line = rows[-1], []
+            if rows[0].gap is None:
+                print(f"  {label} @{budget}: optimal not proved in {limit:g} s ({best.executed_spill_instructions} "
+                      "executed spill instructions found)", flush=True)
+                continue
+            kind = "spill" if best.spilled_values else "registers"
+            least = None
+            for r in rows[:-1]:
+                mine, theirs = ((r.executed_spill_instructions, best.executed_spill_instructions) if kind == "spill"
+                                else (r.registers, best.registers))
+                pct = 100 * (mine - theirs) / theirs if theirs and not (kind == "registers" and r.spilled_values) \
+                    else None
+                if r.allocator != "naive" and pct is not None:
+                    per.setdefault((r.allocator, kind), []).append(pct)
+                    least = pct if least is None else min(least, pct)
+                line.append(f"{r.allocator} {r.registers} r / {r.executed_spill_instructions} x"
+                            + (f" ({pct:+.0f}%)" if pct is not None else " (spills)"))
+            if least is not None:
+                per.setdefault(("best heuristic", kind), []).append(least)
+            print(f"  {label} @{budget}: optimal {best.registers} r / {best.executed_spill_instructions} x; "
+                  + "; ".join(line), flush=True)
+    for (name, kind), v in sorted(per.items()):
+        print(f"  {name}, gap in {kind}: {len(v)} cases, median {statistics.median(v):.1f}%, mean "
+              f"{statistics.mean(v):.1f}%, max {max(v):.0f}%", flush=True)
+    return per
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="two small programs only (the test's run)")
@@ -141,11 +181,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--solver-limit", type=float, default=60.0, help="seconds per solver run in part 1")
     parser.add_argument("--workers", type=int, default=None, help="CP-SAT workers (default: its own choice)")
     parser.add_argument("--skip-solvers", action="store_true", help="part 2 only")
+    parser.add_argument("--gaps", action="store_true",
+                        help="part 3 only: each heuristic's gap to optimal (limit: the last of --limits)")
     args = parser.parse_args(argv)
     limits = [float(x) for x in args.limits.split(",")]
     before = reference_loop()
     print(f"reference loop sum(range(10**7)): {before * 1000:.0f} ms", flush=True)
     out: dict = {"reference": [before]}
+    if args.gaps:
+        print("part 3: each heuristic's gap to optimal (r: registers, x: executed spill instructions)", flush=True)
+        out["gaps"] = gaps(args.tiny, limits[-1])
+        print(f"reference loop sum(range(10**7)) again: {reference_loop() * 1000:.0f} ms", flush=True)
+        return out
     if not args.skip_solvers:
         print("part 1: the same models, CP-SAT against HiGHS (scipy.optimize.milp)", flush=True)
         out["solvers"] = compare_solvers(args.tiny, args.repeat, args.solver_limit, args.workers)

@@ -12,3 +12,8 @@ def test_bench_optimal_tiny_sample_agrees_and_proves(capsys):
             assert abs(cp["objective"] - highs["objective"]) < 1e-6, row
     assert out["sizes"][10.0] and all(r["proved"] for r in out["sizes"][10.0])
     assert "reference loop" in capsys.readouterr().out
+
+
+def test_bench_optimal_gaps_on_the_tiny_sample():
+    per = main(["--tiny", "--gaps", "--limits", "20"])["gaps"]
+    assert per and all(g >= 0 for v in per.values() for g in v)  # no heuristic beats optimal
