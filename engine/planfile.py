@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.alloc import ALLOCATORS
+from engine.alloc import all_allocators
 from engine.analysis.bounds import check_program
 from engine.base.errors import PlanError, RegtuneError
 from engine.base.fields import exact_keys, excerpt, is_int, load_json
@@ -102,7 +102,7 @@ def _old_empty(data: dict, source: str) -> None:
 
 
 def _allocator(data: dict, source: str) -> str:
-    known = (*sorted(ALLOCATORS), "hand")
+    known = (*all_allocators(), "hand")
     value = data.get("allocator")
     if not isinstance(value, str) or value not in known:
         raise PlanError(f"{source}: field 'allocator' must be one of {', '.join(known)}, got {excerpt(value)}")

@@ -1,7 +1,10 @@
 """Register allocators, registered by name behind one interface.
 
 Invariant: every allocator is a function ``(program, analysis, budget) ->
-Allocation`` in :data:`ALLOCATORS`; the allocation it returns assigns every
+Allocation`` in :data:`ALLOCATORS` (the heuristics, fast enough for every
+loop over "all allocators": sweeps, the window's plans, the tests'
+properties) or in :data:`EXPENSIVE` (``optimal``: a solver run of up to
+its time limit per program, so only where it is asked for by name); the allocation it returns assigns every
 non-predicate value of its program registers below ``budget`` (pairs
 even-aligned) so that no two values live at one point share a register,
 and values that did not fit are spilled through spill code in the plan's
@@ -17,7 +20,9 @@ Examples
 >>> allocate("greedy", p)
 Traceback (most recent call last):
 ...
-engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive)
+engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive, optimal)
+>>> sorted(ALLOCATORS), sorted(EXPENSIVE)
+(['chaitin-briggs', 'dsatur', 'linear-scan', 'naive'], ['optimal'])
 """
 
 from __future__ import annotations
@@ -28,37 +33,51 @@ from engine.base.errors import AllocationError
 from engine.base.limits import MAX_REGISTERS
 from engine.ir.core import Program
 
-__all__ = ["ALLOCATORS", "Allocation", "allocate", "check_allocator", "register"]
+__all__ = ["ALLOCATORS", "EXPENSIVE", "Allocation", "all_allocators", "allocate", "check_allocator", "register"]
 
-#: name -> allocator function ``(program, analysis, budget) -> Allocation``
+#: name -> allocator function ``(program, analysis, budget) -> Allocation``: the fast ones, which loops over
+#: "every allocator" run
 ALLOCATORS: dict = {}
+#: name -> allocator function ``(program, analysis, budget, **options)``: the expensive ones (a solver run
+#: per program), kept out of those loops and run only by name
+EXPENSIVE: dict = {}
 
 
-def register(name: str):
-    """Decorator adding an allocator to :data:`ALLOCATORS` under ``name``."""
+def register(name: str, expensive: bool = False):
+    """Decorator adding an allocator under ``name`` to :data:`ALLOCATORS`, or to :data:`EXPENSIVE`."""
 
     def add(func):
-        ALLOCATORS[name] = func
+        (EXPENSIVE if expensive else ALLOCATORS)[name] = func
         return func
 
     return add
 
 
+def all_allocators() -> list[str]:
+    """Every allocator's name, the fast ones first (each group sorted)."""
+    return sorted(ALLOCATORS) + sorted(EXPENSIVE)
+
+
 def check_allocator(name: str) -> None:
-    """Raise :class:`AllocationError` unless ``name`` is a registered allocator."""
-    if name not in ALLOCATORS:
-        raise AllocationError(f"unknown allocator {name!r} (known: {', '.join(sorted(ALLOCATORS))})")
+    """Raise :class:`AllocationError` unless ``name`` is a registered allocator (fast or expensive)."""
+    if name not in ALLOCATORS and name not in EXPENSIVE:
+        raise AllocationError(f"unknown allocator {name!r} (known: {', '.join(sorted(all_allocators()))})")
 
 
-def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis: Analysis | None = None) -> Allocation:
+def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis: Analysis | None = None,
+             **options) -> Allocation:
     """Run the allocator ``name`` on ``program`` under a register ``budget``.
 
-    ``analysis``, the caller's analysis of ``program``, saves computing it again.
+    ``analysis``, the caller's analysis of ``program``, saves computing it again; ``options`` go to an
+    expensive allocator (``optimal``: ``time_limit``, ``solver``, ``workers``), and a fast one takes none.
     """
     check_allocator(name)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise AllocationError(f"register budget must be a positive integer, got {budget!r}")
-    return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget)
+    if options and name not in EXPENSIVE:
+        raise AllocationError(f"allocator {name!r} takes no options, got {', '.join(sorted(options))}")
+    func = ALLOCATORS.get(name) or EXPENSIVE[name]
+    return func(program, analysis if analysis is not None else analyze(program), budget, **options)
 
 
-from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive  # noqa: E402,F401  (registration)
+from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive, optimal  # noqa: F401  (registration)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from engine.alloc import register
-from engine.analysis.interference import flat_ranges
 from engine.alloc.common import (
     NeighbourRegisters,
     run_with_spilling,
     spill_cost,
     too_small,
 )
+from engine.analysis.interference import flat_ranges
 
 #: key of a value already removed: above any real key, however often it is decremented (by at most its degree)
 _DONE = 1 << 30

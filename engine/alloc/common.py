@@ -38,6 +38,7 @@ class Allocation:
     spill_code : where the spill code of ``program`` is
     analysis : the liveness analysis of ``program``, computed on the way (the caller's, for its figures)
     original_analysis : the analysis of ``original`` the allocator was given (its MAXLIVE is the program's)
+    notes : what the allocator says of its result, one line each (``optimal``: proved, or its bound and gap)
     """
 
     allocator: str
@@ -49,6 +50,7 @@ class Allocation:
     spill_code: SpillCode
     analysis: Analysis
     original_analysis: Analysis
+    notes: tuple[str, ...] = ()
 
     def plan(self, **fields) -> Plan:
         """The allocation as a plan (``fields``: workload, options, predicted)."""

@@ -35,7 +35,7 @@ def free_register(occupied: int, width: int, budget: int, high: bool = False) ->
     return free.bit_length() - 1 if high else (free & -free).bit_length() - 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _even(budget: int) -> int:
     """Bits of the even registers that start a pair inside the budget."""
     return sum(1 << r for r in range(0, budget - 1, 2))

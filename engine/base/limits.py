@@ -45,3 +45,5 @@ MAX_INTERFERENCE_EDGES = 10_000_000
 MAX_STEPS = 2_000_000
 #: seconds the execution check may run on one plan before it stops with a message
 CHECK_SECONDS = 120.0
+#: seconds the optimal allocator's solver may run by default (engine.alloc.optimal, `allocate --time-limit`)
+OPTIMAL_SECONDS = 10.0

@@ -516,6 +516,41 @@ class _RunBound:
         return own + sum(self._counted(c) for c in _children(node))
 
 
+def block_frequencies(program: Program, uncounted: int = 10) -> list[int]:
+    """How many times each block runs in one run of the kernel, by the loop trip counts: a block runs the
+    product of the trip counts of the loops around it (a counted loop, see :func:`run_bound`, by its count;
+    any other loop by ``uncounted``, as Chaitin's 10 per loop level); both sides of an if run as often as the
+    code around it (an upper bound for the side not taken). The executed-spill model of the ``optimal``
+    allocator.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block loop\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 7\\n  cbr %p, loop, done\\n.block done\\n  exit\\n")
+    >>> block_frequencies(p)
+    [1, 7, 1]
+    """
+    counts = [1] * len(program.blocks)
+    bound = _RunBound(program)
+
+    def walk(seq: Seq, times: int) -> None:
+        for k, item in enumerate(seq.items):
+            if isinstance(item, Code):
+                counts[item.index] = times
+            elif isinstance(item, If):
+                walk(item.then, times)
+                if item.orelse is not None:
+                    walk(item.orelse, times)
+            elif isinstance(item, Loop):
+                trips = bound.trips(seq, k)
+                walk(item.body, times * (trips if trips is not None else uncounted))
+
+    if program.blocks:
+        walk(structure(program), 1)
+    return counts
+
+
 def _cond(node) -> str | None:
     return node.cond if isinstance(node, If) else None
 

@@ -396,13 +396,14 @@ def _build_flags(p) -> None:
 
 
 def _compare_flags(p, workload_flags) -> None:
-    from engine.alloc import ALLOCATORS
+    from engine.alloc import ALLOCATORS, EXPENSIVE
 
     archs = _build_archs()
     workload_flags(p)
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="register budget, 1..255 (default 255)")
     p.add_argument("--allocators", default="all",
-                   help=f"'all' or comma-separated, from: {', '.join(sorted(ALLOCATORS))}")
+                   help=f"'all' ({', '.join(sorted(ALLOCATORS))}) or comma-separated names, also "
+                        f"{', '.join(sorted(EXPENSIVE))} (a solver run of up to 10 s, so only by name)")
     p.add_argument("--plan", action="append", help="a plan file to add as a column (repeatable)")
     p.add_argument("--arch", default=archs, help=f"comma-separated architectures (default {archs})")
     p.add_argument("--no-simulate", action="store_true", help="skip the simulator checks")

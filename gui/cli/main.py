@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from engine.base.errors import RegtuneError
 from engine.base.fields import excerpt
-from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS
+from engine.base.limits import CHECK_SECONDS, MAX_REGISTERS, OPTIMAL_SECONDS
 from gui.cli.common import (
     Parser,
     admit_plan,
@@ -135,9 +135,12 @@ def cmd_allocate(args) -> int:
 
     check_allocator(args.allocator)
     check_writable(args.out, "--out")
+    if args.time_limit is not None and args.allocator != "optimal":
+        raise RegtuneError(f"--time-limit is the optimal allocator's (its solver's limit), not {args.allocator}'s")
     program, workload, options = workload_program(args)
     runs = ReferenceRuns()      # the figures' reference runs, shared with the check
-    allocation = allocate(args.allocator, program, budget_of(args))
+    solver = {} if args.allocator != "optimal" else {"time_limit": args.time_limit or OPTIMAL_SECONDS}
+    allocation = allocate(args.allocator, program, budget_of(args), **solver)
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     check_plan(plan, args.out)
     prove(plan, f"allocate --allocator {args.allocator}")
@@ -148,7 +151,25 @@ def cmd_allocate(args) -> int:
         verified += "; execution check (sampled): " + execution_summary(check, plan.program)
     write_plan(plan, args.out)
     print(f"{_plan_line(plan, allocation.original)}{verified} -> {args.out}")
+    if args.allocator == "optimal":
+        print(gap_table(allocation, program, budget_of(args)))
     return 0
+
+
+def gap_table(best, program: Program, budget: int) -> str:
+    """What ``optimal`` proved (its notes) and every fast allocator beside it with its gap to it, as text."""
+    from engine.alloc.optimal import gap_rows
+
+    rows = gap_rows(program, budget, best, analysis=best.original_analysis)
+    lines = [f"  {note}" for note in best.notes]
+    lines.append("  executed spill instructions: the trip-count model (each loop its trip count; ifs both sides)")
+    head = ("allocator", "registers", "spilled", "spill instr.", "executed", "gap to optimal")
+    table = [head] + [(r.allocator, str(r.registers), str(r.spilled_values), str(r.spill_instructions),
+                       str(r.executed_spill_instructions), r.gap if r.gap is not None else "- (not proved)")
+                      for r in rows]
+    widths = [max(len(row[k]) for row in table) for k in range(len(head))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    return "\n".join(lines)
 
 
 def execution_summary(check: ExecutionCheck, program: Program) -> str:
@@ -426,14 +447,19 @@ def _analyze_flags(p) -> None:
 
 
 def _allocate_flags(p) -> None:
-    from engine.alloc import ALLOCATORS
+    from engine.alloc import all_allocators
 
     workload_flags(p)
-    p.add_argument("--allocator", required=True, help=f"one of: {', '.join(sorted(ALLOCATORS))}")
+    p.add_argument("--allocator", required=True,
+                   help=f"one of: {', '.join(all_allocators())} (optimal: an exact 0-1 program, CP-SAT; it "
+                        "prints every allocator's gap to it)")
     p.add_argument("--budget", type=budget, default=MAX_REGISTERS, help="registers per thread, 1..255 (default 255)")
     p.add_argument("--out", required=True, help="plan file to write (JSON)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the check by execution (the symbolic checker's proof always runs)")
+    p.add_argument("--time-limit", type=seconds, default=None,
+                   help=f"optimal only: seconds its solver may run (default {OPTIMAL_SECONDS:g}); stopped early, "
+                        "it prints the best bound and the gap")
     p.set_defaults(func=cmd_allocate)
 
 

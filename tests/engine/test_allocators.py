@@ -89,7 +89,7 @@ def test_spill_loop_ends_with_every_value_in_registers_of_its_width(program, bud
 
 
 def test_unknown_allocator_is_rejected_before_any_work():
-    with pytest.raises(AllocationError, match=r"unknown allocator 'greedy' \(known: chaitin-briggs, dsatur, linear-scan, naive\)"):
+    with pytest.raises(AllocationError, match=r"unknown allocator 'greedy' \(known: chaitin-briggs, dsatur, linear-scan, naive, optimal\)"):
         allocate("greedy", None)
 
 

@@ -148,7 +148,7 @@ def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
     "args, message",
     [
         (["allocate", EXAMPLE, "--allocator", "greedy", "--out", "x.json"],
-         "regtune: error: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive)"),
+         "regtune: error: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive, optimal)"),
         (["analyze", "missing.txt"], "regtune: error: missing.txt: no such file"),
         (["check", "missing.json"], "regtune: error: missing.json: no such file"),
         (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "two", "--out", "x.json"],
