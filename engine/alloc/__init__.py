@@ -17,7 +17,7 @@ Examples
 >>> allocate("greedy", p)
 Traceback (most recent call last):
 ...
-engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive)
+engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, linear-scan-hull, naive)
 """
 
 from __future__ import annotations
@@ -61,4 +61,4 @@ def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis:
     return ALLOCATORS[name](program, analysis if analysis is not None else analyze(program), budget)
 
 
-from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive  # noqa: E402,F401  (registration)
+from engine.alloc import chaitin_briggs, dsatur, linear_scan, linear_scan_hull, naive  # noqa: E402,F401  (registration)

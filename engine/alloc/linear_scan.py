@@ -1,155 +1,206 @@
-"""Linear scan (Poletto & Sarkar 1999) over live intervals.
+"""Linear scan with lifetime holes (Traub, Holloway & Smith 1998; Wimmer & Franz 2010).
 
-Invariant: intervals are visited by increasing start; an interval whose end
-lies before the current start frees its registers; when no register is
-free, the active interval that ends furthest away is spilled if it ends
-after the current one, otherwise the current one is. Registers are taken
-lowest first, so on a program whose intervals have no holes (straight-line
-code) the highest register used is below MAXLIVE when MAXLIVE fits.
+An interval is a value's live segments (:attr:`Analysis.seg_start` ..
+``seg_end``, positions inclusive), not their hull: between two segments
+it has a hole, where its register is free for another interval that fits
+there. Intervals are visited by increasing start; at each start the
+intervals seen so far are sorted into *active* (covering the position),
+*inactive* (in a hole, with a segment still to come) and handled (ended).
+The current interval takes the lowest register (an even pair for a 64-bit
+value) that no active interval holds and no inactive interval that
+intersects it holds, so a register is shared through a hole.
+
+When no register is free for the whole interval (``allocateBlockedReg``),
+the register whose holders' next use (read or write at or after the
+current position) is farthest away is freed: its holders that intersect
+the current interval are spilled, unless the current interval's own first
+read comes later still, in which case it is spilled itself. Spill
+temporaries (the previous rounds' short ranges) are never chosen.
+
+What this IR's plans can express limits the splitting (the report of issue
+24 says so too): a plan gives each value one register for its whole life,
+and its only spill code is a store after each definition and reloads into
+fresh copies (:mod:`engine.ir.spill`), removed by name and slot. So a split
+part in a stack slot is written as the spill of the whole value, its
+reloads being the split children in registers; a split into two registers
+joined by a move is not expressible (a ``mov`` is not spill code, and the
+identity proof would see a changed program). Wimmer's "split the current
+interval before the first position its register is blocked" becomes
+"spill it everywhere" here.
+
+Invariant: on a program whose interference graph the start order colours
+perfectly (every interval graph, and every program whose earlier-starting
+neighbours of a value are live together where it starts) the highest
+register used is below MAXLIVE when MAXLIVE fits, and the register count
+is never above the hull scan's (:mod:`engine.alloc.linear_scan_hull`),
+because every hull overlap is a candidate conflict here and the converse
+is not.
+
+Examples
+--------
+A value live before a loop and after it, and a loop temporary in its hole:
+
+>>> from engine.ir.parser import parse
+>>> from engine.analysis.liveness import analyze
+>>> p = parse('''.kernel k
+... .block entry
+...   %a:f32 = mov 1
+...   st.global %a, 0, %a
+...   %b:f32 = mov 2
+...   st.global %b, 0, %b
+...   %a:f32 = mov 3
+...   st.global %a, 0, %a
+...   exit
+... ''')
+>>> base, spilled = scan(analyze(p), 1, np.zeros(2, dtype=bool))
+>>> base.tolist(), spilled
+([0, 0], [])
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 
 import numpy as np
 
 from engine.alloc import register
 from engine.alloc.common import run_with_spilling, too_small
+from engine.alloc.linear_scan_hull import _even
+
+_FAR = 1 << 62
 
 
-def free_register(occupied: int, width: int, budget: int, high: bool = False) -> int:
-    """Lowest (or highest) free register, even-aligned for pairs, in a bit mask; -1 if none.
+class Intervals:
+    """Each value's segments and its occurrence positions, as flat Python lists.
 
-    Examples
-    --------
-    >>> free_register(0b1101, 1, 8), free_register(0b1101, 2, 8), free_register(0b1101, 1, 8, high=True)
-    (1, 4, 7)
+    ``seg_lo[v] .. seg_hi[v]`` index ``seg_s`` / ``seg_e`` (the value's
+    segments, by start); ``uses[v]`` are the positions that need it in a
+    register: ``2*i`` for each read at instruction ``i``, ``2*i+1`` for each
+    write; ``reads[v]`` the read positions alone.
     """
-    free = ~occupied & ((1 << budget) - 1)
-    if width == 2:
-        free &= (free >> 1) & _even(budget)
-    if not free:
-        return -1
-    return free.bit_length() - 1 if high else (free & -free).bit_length() - 1
+
+    def __init__(self, analysis):
+        n = len(analysis.names)
+        order = np.lexsort((analysis.seg_start, analysis.seg_value))
+        value = analysis.seg_value[order]
+        self.seg_s, self.seg_e = analysis.seg_start[order].tolist(), analysis.seg_end[order].tolist()
+        counts = np.bincount(value, minlength=n)
+        hi = np.cumsum(counts)
+        self.seg_lo, self.seg_hi = (hi - counts).tolist(), hi.tolist()
+        reads, defs = analysis.operand_reads, analysis.definitions
+        self.reads = _per_value(reads[:, 1], 2 * reads[:, 0], n)
+        self.uses = _per_value(np.r_[reads[:, 1], defs[:, 1]], np.r_[2 * reads[:, 0], 2 * defs[:, 0] + 1], n)
+
+    def intersects(self, u: int, i: int, v: int) -> bool:
+        """Whether ``u``'s segments from index ``i`` on overlap any of ``v``'s."""
+        s, e = self.seg_s, self.seg_e
+        iu, hu, j, hv = i, self.seg_hi[u], self.seg_lo[v], self.seg_hi[v]
+        while iu < hu and j < hv:
+            if e[iu] < s[j]:
+                iu += 1
+            elif e[j] < s[iu]:
+                j += 1
+            else:
+                return True
+        return False
+
+    def next_use(self, v: int, pos: int) -> int:
+        """The first position at or after ``pos`` that needs ``v`` in a register (far away if none)."""
+        uses = self.uses[v]
+        k = bisect.bisect_left(uses, pos)
+        return uses[k] if k < len(uses) else _FAR
 
 
-@functools.lru_cache(maxsize=None)
-def _even(budget: int) -> int:
-    """Bits of the even registers that start a pair inside the budget."""
-    return sum(1 << r for r in range(0, budget - 1, 2))
+def _per_value(value: np.ndarray, position: np.ndarray, n: int) -> list[list[int]]:
+    order = np.lexsort((position, value))
+    value, position = value[order], position[order]
+    bounds = np.searchsorted(value, np.arange(n + 1)).tolist()
+    flat = position.tolist()
+    return [flat[bounds[v] : bounds[v + 1]] for v in range(n)]
 
 
-class _Scan:
-    """The state of one scan: active intervals by end, occupied registers as a bit mask."""
-
-    def __init__(self, analysis, budget, unspillable, high):
-        self.a, self.unspillable, self.high, self.budget = analysis, unspillable.tolist(), high, budget
-        self.base = [-1] * len(analysis.names)
-        self.widths = analysis.widths.tolist()
-        self.starts, self.ends = analysis.start.tolist(), analysis.end.tolist()
-        self.occupied = 0
-        self.active: list[tuple[int, int]] = []
-        self.to_spill: list[int] = []
-
-    def pick(self, width: int) -> int:
-        return free_register(self.occupied, width, self.budget, self.high)
-
-    def hold(self, v: int, flag: bool) -> None:
-        bits = ((1 << self.widths[v]) - 1) << self.base[v]
-        self.occupied = self.occupied | bits if flag else self.occupied & ~bits
-
-    def expire(self, start: int) -> None:
-        active = self.active
-        if active and active[0][0] < start:
-            k = bisect.bisect_left(active, (start, -1))
-            for _, u in active[:k]:
-                self.hold(u, False)
-            del active[:k]
-
-    def make_room(self, v: int) -> int:
-        evicted = []
-        for end_u, u in reversed(self.active):
-            if self.unspillable[u]:
-                continue
-            if not self.unspillable[v] and end_u <= self.ends[v]:
-                break
-            evicted.append((end_u, u))
-            self.hold(u, False)
-            r = self.pick(self.widths[v])
-            if r >= 0:
-                for item in evicted:
-                    self.active.remove(item)
-                    self.base[item[1]] = -1
-                    self.to_spill.append(item[1])
-                return r
-        for _, u in evicted:
-            self.hold(u, True)
-        if self.unspillable[v]:
-            raise too_small(self.a, self.budget, v)
-        self.to_spill.append(v)
-        return -1
-
-    def visit(self, v: int) -> None:
-        self.expire(self.starts[v])
-        r = self.pick(self.widths[v])
-        if r < 0:
-            r = self.make_room(v)
-        if r >= 0:
-            self.base[v] = r
-            self.hold(v, True)
-            bisect.insort(self.active, (self.ends[v], v))
-
-
-def scan(analysis, budget: int, values, unspillable, high: bool = False):
-    """Linear scan of ``values``; returns (base register per value, values to spill).
-
-    :meth:`_Scan.visit` of each value in turn, written out in one loop (the
-    scan visits every value of every round: 17k on naive's benchmark program);
-    :func:`scan_reference` is the plain one, and the tests compare the two.
-    """
-    state = _Scan(analysis, budget, unspillable, high)
-    values = np.asarray(values, dtype=np.int64)
-    starts, ends, widths, base, active = state.starts, state.ends, state.widths, state.base, state.active
+def scan(analysis, budget: int, unspillable, values=None):
+    """Linear scan with holes of ``values`` (default: every non-predicate value); (base register per value,
+    values to spill)."""
+    iv = Intervals(analysis)
+    widths, unspill = analysis.widths.tolist(), unspillable.tolist()
+    seg_s, seg_e, seg_hi = iv.seg_s, iv.seg_e, iv.seg_hi
+    values = np.flatnonzero(analysis.widths > 0) if values is None else np.asarray(values, dtype=np.int64)
+    base = [-1] * len(widths)
+    at = list(iv.seg_lo)  # each visited value's first segment not yet behind the scan
     full, even = (1 << budget) - 1, _even(budget)
-    for v in values[np.lexsort((values, analysis.start[values]))].tolist():
-        start = starts[v]
-        if active and active[0][0] < start:  # expire
-            k = bisect.bisect_left(active, (start, -1))
-            occupied = state.occupied
-            for _, u in active[:k]:
-                occupied &= ~(((1 << widths[u]) - 1) << base[u])
-            state.occupied = occupied
-            del active[:k]
-        width = widths[v]
-        free = ~state.occupied & full  # free_register, written out
+    active: list[int] = []
+    inactive: list[int] = []
+    to_spill: list[int] = []
+    for cur in values[np.lexsort((values, analysis.start[values]))].tolist():
+        pos = seg_s[iv.seg_lo[cur]]
+        still_active, still_inactive = [], []
+        for group in (active, inactive):
+            for u in group:
+                k, h = at[u], seg_hi[u]
+                while k < h and seg_e[k] < pos:
+                    k += 1
+                at[u] = k
+                if k < h:
+                    (still_active if seg_s[k] <= pos else still_inactive).append(u)
+        active, inactive = still_active, still_inactive
+        occupied = 0
+        for u in active:
+            occupied |= ((1 << widths[u]) - 1) << base[u]
+        crossing = [u for u in inactive if iv.intersects(u, at[u], cur)]
+        for u in crossing:
+            occupied |= ((1 << widths[u]) - 1) << base[u]
+        width = widths[cur]
+        free = ~occupied & full
         if width == 2:
             free &= (free >> 1) & even
-        r = -1 if not free else (free.bit_length() - 1 if high else (free & -free).bit_length() - 1)
-        if r < 0:
-            r = state.make_room(v)
-        if r >= 0:
-            base[v] = r
-            state.occupied |= ((1 << width) - 1) << r
-            bisect.insort(active, (ends[v], v))
-    return np.array(base, dtype=np.int64), state.to_spill
+        if free:
+            r = (free & -free).bit_length() - 1
+        else:
+            r = _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspill, analysis)
+            if r < 0:
+                to_spill.append(cur)
+                continue
+            evicted = {u for u in active + crossing if base[u] < r + width and r < base[u] + widths[u]}
+            for u in evicted:
+                base[u] = -1
+                to_spill.append(u)
+            active = [u for u in active if u not in evicted]
+            inactive = [u for u in inactive if u not in evicted]
+        base[cur] = r
+        active.append(cur)
+    return np.array(base, dtype=np.int64), to_spill
 
 
-def scan_reference(analysis, budget: int, values, unspillable, high: bool = False):
-    """:func:`scan` as one :meth:`_Scan.visit` per value (the reference the tests compare it with)."""
-    state = _Scan(analysis, budget, unspillable, high)
-    values = np.asarray(values, dtype=np.int64)
-    for v in values[np.lexsort((values, analysis.start[values]))].tolist():
-        state.visit(v)
-    return np.array(state.base, dtype=np.int64), state.to_spill
+def _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspill, analysis) -> int:
+    """The register (pair) to free for ``cur``, -1 to spill ``cur`` itself (Wimmer's allocateBlockedReg)."""
+    use = [_FAR] * (budget + 2)
+    use[budget] = use[budget + 1] = -1  # past the budget: never a candidate
+    for u in active + crossing:
+        nxt = -1 if unspill[u] else iv.next_use(u, pos)
+        for k in range(base[u], base[u] + widths[u]):
+            use[k] = min(use[k], nxt)
+    if width == 2:
+        candidates = [(min(use[r], use[r + 1]), -r) for r in range(0, budget - 1, 2)]
+    else:
+        candidates = [(use[r], -r) for r in range(budget)]
+    farthest, r = max(candidates) if candidates else (-1, 1)
+    if farthest < 0:  # every register is held by a spill temporary
+        if unspill[cur]:
+            raise too_small(analysis, budget, cur)
+        return -1
+    reads = iv.reads[cur]
+    first_read = reads[bisect.bisect_right(reads, pos)] if bisect.bisect_right(reads, pos) < len(reads) else pos
+    if not unspill[cur] and first_read > farthest:
+        return -1
+    return -r
 
 
 def _core(analysis, budget, unspillable):
-    return scan(analysis, budget, np.flatnonzero(analysis.widths > 0), unspillable)
+    return scan(analysis, budget, unspillable)
 
 
 @register("linear-scan")
 def linear_scan(program, analysis, budget):
-    """Poletto & Sarkar's linear scan, spilling the interval that ends furthest away."""
+    """Linear scan with lifetime holes, spilling the interval whose next use is farthest away."""
     return run_with_spilling(program, analysis, budget, "linear-scan", _core)

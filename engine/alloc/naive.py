@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.alloc import register
 from engine.alloc.common import run_with_spilling
-from engine.alloc.linear_scan import scan
+from engine.alloc.linear_scan_hull import scan
 
 
 def _scratch_need(analysis, spilled: np.ndarray) -> int:
