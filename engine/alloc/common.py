@@ -17,9 +17,10 @@ import numpy as np
 
 from engine.analysis.liveness import Analysis
 from engine.analysis.respill import analyze_spilled
-from engine.base.errors import AllocationError
+from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_SPILL_SLOT
-from engine.ir.core import Program
+from engine.ir.cfg import loop_trips
+from engine.ir.core import Program, successors
 from engine.ir.spill import SpillCode, first_free_slot, spill_insertion
 from engine.plan import Plan
 
@@ -157,6 +158,95 @@ class NeighbourRegisters:
 def spill_cost(analysis: Analysis, degree: np.ndarray) -> np.ndarray:
     """Chaitin's cost: instructions reading or writing the value, weighted by 10**loop depth, over degree."""
     return analysis.spill_weight / np.maximum(degree, 1)
+
+
+#: trips assumed for a loop whose count cannot be read (Chaitin's 10 per loop level)
+UNKNOWN_TRIPS = 10
+
+
+def block_frequency(program: Program) -> np.ndarray:
+    """How often each block runs, estimated: the product of the trip counts of the natural loops around it.
+
+    A counted loop's trips come from its ``setp.lt %it, N`` back edge (:func:`engine.ir.cfg.loop_trips`);
+    a loop whose count cannot be read counts :data:`UNKNOWN_TRIPS`.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block l\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 6\\n  cbr %p, l, e\\n.block e\\n  exit\\n")
+    >>> block_frequency(p).tolist()
+    [1.0, 6.0, 1.0]
+    """
+    import networkx as nx
+
+    freq = np.ones(len(program.blocks))
+    if not program.blocks:
+        return freq
+    try:
+        trips = loop_trips(program)
+    except RegtuneError:  # a trip count the reader refuses: every loop counts as unknown
+        trips = {}
+    succ = successors(program)
+    cfg = nx.DiGraph()
+    cfg.add_nodes_from(range(len(program.blocks)))
+    cfg.add_edges_from((b, s) for b, ss in enumerate(succ) for s in ss)
+    idom = nx.immediate_dominators(cfg, 0)
+    for tail, head in cfg.edges:
+        if _dominates(idom, head, tail):
+            body = {head, tail}
+            if tail != head:
+                body |= nx.ancestors(cfg.subgraph(n for n in cfg if n != head), tail)
+            n = trips.get(program.blocks[tail].name, UNKNOWN_TRIPS) if tail == head else UNKNOWN_TRIPS
+            freq[list(body)] *= max(n, 1)
+    return freq
+
+
+def _dominates(idom: dict, a: int, b: int) -> bool:
+    while True:
+        if a == b:
+            return True
+        up = idom.get(b)
+        if up is None or up == b:
+            return False
+        b = up
+
+
+def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None) -> np.ndarray:
+    """Spill instructions each value would run if spilled everywhere: a reload per instruction reading it
+    and a store per instruction writing it (a guarded write reloads first too), each run as often as its
+    block (``frequency``: :func:`block_frequency` of the analysed program, computed when not given).
+    A value whose every segment ends by the next instruction's read gains nothing from a spill (its pieces
+    would be as long): infinite.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
+    >>> p = parse(".kernel k\\n.block a\\n  %x:f32 = mov 1\\n  %i:i32 = mov 0\\n.block l\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n"
+    ...           "  %p:pred = setp.lt %i, 4\\n  cbr %p, l, e\\n.block e\\n  exit\\n")
+    >>> a = analyze(p)
+    >>> dict(zip(a.names, executed_spill_cost(a).tolist()))["x"]
+    5.0
+    """
+    program = analysis.program
+    if frequency is None:
+        frequency = block_frequency(program)
+    per_ins = np.repeat(frequency, [len(b.instructions) for b in program.blocks])
+    n = len(analysis.names)
+    reads, defs = analysis.operand_reads, analysis.definitions
+    # one reload per instruction reading the value, however often it reads it
+    codes = np.unique(reads[:, 0] * max(n, 1) + reads[:, 1]) if len(reads) else np.zeros(0, dtype=np.int64)
+    cost = np.bincount(codes % max(n, 1), weights=per_ins[codes // max(n, 1)], minlength=n)
+    guarded = np.array([ins.guard is not None for ins in program.instructions], dtype=bool)
+    if len(defs):
+        cost += np.bincount(defs[:, 1], weights=per_ins[defs[:, 0]] * (1 + guarded[defs[:, 0]]), minlength=n)
+    length = analysis.seg_end - analysis.seg_start
+    longest = np.zeros(n, dtype=np.int64)
+    np.maximum.at(longest, analysis.seg_value, length)
+    cost[longest <= 1] = np.inf
+    return cost
 
 
 def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:

@@ -8,14 +8,24 @@ intervals seen so far are sorted into *active* (covering the position),
 *inactive* (in a hole, with a segment still to come) and handled (ended).
 The current interval takes the lowest register (an even pair for a 64-bit
 value) that no active interval holds and no inactive interval that
-intersects it holds, so a register is shared through a hole.
+intersects it holds, so a register is shared through a hole (the
+second-chance binpacking idea, with lowest-first instead of best-fit so
+that straight-line code needs exactly MAXLIVE registers).
 
 When no register is free for the whole interval (``allocateBlockedReg``),
-the register whose holders' next use (read or write at or after the
-current position) is farthest away is freed: its holders that intersect
-the current interval are spilled, unless the current interval's own first
-read comes later still, in which case it is spilled itself. Spill
-temporaries (the previous rounds' short ranges) are never chosen.
+the register whose holders (the active intervals in it and the inactive
+ones that intersect the current one) are cheapest to spill is freed, and
+they are spilled; or the current interval is, when it is cheaper still. An
+interval's cost is its spill weight (reads and writes, by loop depth:
+:attr:`Analysis.spill_weight`) over the positions it is still live: the
+scan's form of Chaitin's cost over degree. Wimmer's rule, the holder whose
+next use is farthest, is made for splitting, where spilling costs only the
+part up to that use; with whole-value spills (below) it measured worse: on
+the 12-program sample of tests/bench/bench_allocators.py ``--small``, at
+budgets 96 / 64 / 32 it executed 125,792 / 410,032 / 645,912 spill
+instructions against 53,060 / 304,604 / 559,763 by cost (the hull scan
+156,838 / 308,704 / 566,180). Spill temporaries (the previous rounds'
+short ranges) are never chosen.
 
 What this IR's plans can express limits the splitting (the report of issue
 24 says so too): a plan gives each value one register for its whole life,
@@ -27,6 +37,11 @@ joined by a move is not expressible (a ``mov`` is not spill code, and the
 identity proof would see a changed program). Wimmer's "split the current
 interval before the first position its register is blocked" becomes
 "spill it everywhere" here.
+
+Cost: each visit walks the active and inactive lists (Wimmer's loop), and
+an inactive interval's intersection with the current one walks both
+segment lists; this costs more than the hull scan's heap (see
+tests/bench/bench_engine.py).
 
 Invariant: on a program whose interference graph the start order colours
 perfectly (every interval graph, and every program whose earlier-starting
@@ -59,24 +74,18 @@ A value live before a loop and after it, and a loop temporary in its hole:
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 from engine.alloc import register
 from engine.alloc.common import run_with_spilling, too_small
 from engine.alloc.linear_scan_hull import _even
 
-_FAR = 1 << 62
-
 
 class Intervals:
-    """Each value's segments and its occurrence positions, as flat Python lists.
+    """Each value's segments and spill weight, as flat Python lists.
 
     ``seg_lo[v] .. seg_hi[v]`` index ``seg_s`` / ``seg_e`` (the value's
-    segments, by start); ``uses[v]`` are the positions that need it in a
-    register: ``2*i`` for each read at instruction ``i``, ``2*i+1`` for each
-    write; ``reads[v]`` the read positions alone.
+    segments, by start); ``weight[v]`` is its spill weight.
     """
 
     def __init__(self, analysis):
@@ -87,9 +96,19 @@ class Intervals:
         counts = np.bincount(value, minlength=n)
         hi = np.cumsum(counts)
         self.seg_lo, self.seg_hi = (hi - counts).tolist(), hi.tolist()
-        reads, defs = analysis.operand_reads, analysis.definitions
-        self.reads = _per_value(reads[:, 1], 2 * reads[:, 0], n)
-        self.uses = _per_value(np.r_[reads[:, 1], defs[:, 1]], np.r_[2 * reads[:, 0], 2 * defs[:, 0] + 1], n)
+        self.weight = analysis.spill_weight.tolist()
+        lengths = np.asarray(self.seg_e) - np.asarray(self.seg_s) + 1
+        self.suffix = (np.cumsum(lengths[::-1])[::-1]).tolist() + [0]  # positions covered from segment k to the end
+
+    def remaining(self, v: int, pos: int) -> int:
+        """Positions ``v`` is live at or after ``pos``."""
+        k, hi = self.seg_lo[v], self.seg_hi[v]
+        s, e = self.seg_s, self.seg_e
+        while k < hi and e[k] < pos:
+            k += 1
+        if k == hi:
+            return 0
+        return self.suffix[k] - self.suffix[hi] - max(0, pos - s[k])
 
     def intersects(self, u: int, i: int, v: int) -> bool:
         """Whether ``u``'s segments from index ``i`` on overlap any of ``v``'s."""
@@ -103,20 +122,6 @@ class Intervals:
             else:
                 return True
         return False
-
-    def next_use(self, v: int, pos: int) -> int:
-        """The first position at or after ``pos`` that needs ``v`` in a register (far away if none)."""
-        uses = self.uses[v]
-        k = bisect.bisect_left(uses, pos)
-        return uses[k] if k < len(uses) else _FAR
-
-
-def _per_value(value: np.ndarray, position: np.ndarray, n: int) -> list[list[int]]:
-    order = np.lexsort((position, value))
-    value, position = value[order], position[order]
-    bounds = np.searchsorted(value, np.arange(n + 1)).tolist()
-    flat = position.tolist()
-    return [flat[bounds[v] : bounds[v + 1]] for v in range(n)]
 
 
 def scan(analysis, budget: int, unspillable, values=None):
@@ -173,27 +178,30 @@ def scan(analysis, budget: int, unspillable, values=None):
 
 
 def _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspill, analysis) -> int:
-    """The register (pair) to free for ``cur``, -1 to spill ``cur`` itself (Wimmer's allocateBlockedReg)."""
-    use = [_FAR] * (budget + 2)
-    use[budget] = use[budget + 1] = -1  # past the budget: never a candidate
+    """The register (pair) to free for ``cur``, -1 to spill ``cur`` itself (allocateBlockedReg, by cost).
+
+    Each holder's cost is its spill weight over the positions it is still live; a register's cost is its
+    holders'; the cheapest register is freed unless ``cur``'s own cost is no more.
+    """
+    cost = [0.0] * (budget + 2)
+    cost[budget] = cost[budget + 1] = float("inf")
     for u in active + crossing:
-        nxt = -1 if unspill[u] else iv.next_use(u, pos)
+        c = float("inf") if unspill[u] else iv.weight[u] / max(iv.remaining(u, pos), 1)
         for k in range(base[u], base[u] + widths[u]):
-            use[k] = min(use[k], nxt)
-    if width == 2:
-        candidates = [(min(use[r], use[r + 1]), -r) for r in range(0, budget - 1, 2)]
+            cost[k] += c
+    if width == 2:  # a pair's holders counted once each: a 64-bit holder sits on both registers
+        candidates = []
+        for r in range(0, budget - 1, 2):
+            holders = {u for u in active + crossing if base[u] < r + 2 and r < base[u] + widths[u]}
+            c = sum(float("inf") if unspill[u] else iv.weight[u] / max(iv.remaining(u, pos), 1) for u in holders)
+            candidates.append((c, r))
     else:
-        candidates = [(use[r], -r) for r in range(budget)]
-    farthest, r = max(candidates) if candidates else (-1, 1)
-    if farthest < 0:  # every register is held by a spill temporary
-        if unspill[cur]:
-            raise too_small(analysis, budget, cur)
-        return -1
-    reads = iv.reads[cur]
-    first_read = reads[bisect.bisect_right(reads, pos)] if bisect.bisect_right(reads, pos) < len(reads) else pos
-    if not unspill[cur] and first_read > farthest:
-        return -1
-    return -r
+        candidates = [(cost[r], r) for r in range(budget)]
+    cheapest, r = min(candidates) if candidates else (float("inf"), -1)
+    own = float("inf") if unspill[cur] else iv.weight[cur] / max(iv.remaining(cur, pos), 1)
+    if cheapest == float("inf") and own == float("inf"):
+        raise too_small(analysis, budget, cur)
+    return -1 if own <= cheapest else r
 
 
 def _core(analysis, budget, unspillable):
