@@ -11,6 +11,7 @@ spilled again, so the loop ends.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_SPILL_SLOT
 from engine.ir.cfg import loop_trips
 from engine.ir.core import Program, successors
-from engine.ir.spill import SpillCode, first_free_slot, spill_insertion
+from engine.ir.spill import SpillCode, first_free_slot, renumber_slots, spill_insertion
 from engine.plan import Plan
 
 
@@ -279,8 +280,69 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         program, code = insertion.program, insertion.code
         unspillable |= set(new) | insertion.copies
         analysis = analyze_spilled(analysis, insertion)
+    if code.spills:
+        slots = shared_slots(original_analysis, code.spills)
+        if slots != code.spills:
+            program, code = renumber_slots(program, code, slots)
+            analysis = _same_analysis(analysis, program)
     return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis,
                       original_analysis)
+
+
+def shared_slots(original: Analysis, spills: dict) -> dict:
+    """Spill slots shared by spilled values that are never live at once (issue 24's stack frame).
+
+    A slot holds its value from the store after a definition to the reload before the last read, inside
+    the value's live range in the program without spill code (``original``'s), so values whose ranges do
+    not overlap there may share one. Each value, in the order of its old slot, takes the lowest shared slot
+    whose values do not interfere with it and have its type (the Numba kernel keeps one array per type;
+    64-bit values, pointers among them, never share: a slot there holds pointers into one array only), or a
+    new one. Values read before any definition, and values with a guarded definition (its spill code
+    reloads the old value first, even where nothing reads it after: that reload must not see another
+    value's bits), keep a slot of their own. The slots are numbered from the lowest old one.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = mov 1\\n  st.global %pa, 0, %x\\n"
+    ...           "  %y:f32 = mov 2\\n  %z:f32 = mov 3\\n  st.global %pa, 0, %y\\n  st.global %pa, 0, %z\\n  exit\\n")
+    >>> shared_slots(analyze(p), {"x": 4, "y": 5, "z": 6})
+    {'x': 4, 'y': 4, 'z': 5}
+    """
+    graph, index, values = original.interference, original.index, original.program.values
+    undefined, first = set(original.undefined), min(spills.values())
+    instructions = original.program.instructions
+    guarded = {original.names[v] for i, v in original.definitions.tolist() if instructions[i].guard is not None}
+    members: list[list[int]] = []  # each new slot's values
+    kinds: list[str | None] = []
+    out = {}
+    for name, _ in sorted(spills.items(), key=lambda item: (item[1], item[0])):
+        v = index.get(name)
+        type_ = values[name].type if name in values else None
+        shareable = (v is not None and name not in undefined and name not in guarded
+                     and type_ not in (None, "u64", "f64"))
+        chosen = -1
+        if shareable:
+            near = set(graph.neighbors(v).tolist())
+            chosen = next((k for k, vs in enumerate(members) if kinds[k] == type_ and near.isdisjoint(vs)), -1)
+        if chosen < 0:
+            members.append([])
+            kinds.append(type_ if shareable else None)
+            chosen = len(members) - 1
+        members[chosen].append(v)
+        out[name] = first + chosen
+    return out
+
+
+def _same_analysis(analysis: Analysis, program: Program) -> Analysis:
+    """``analysis`` for ``program``, a program that differs from its own only in slot numbers (liveness
+    does not read them); figures it already computed carried over."""
+    new = dataclasses.replace(analysis, program=program, interference_basis=list(analysis.interference_basis))
+    for cached in ("index", "interference", "occurrences", "spill_weight", "segments"):
+        if cached in analysis.__dict__:
+            new.__dict__[cached] = analysis.__dict__[cached]
+    return new
 
 
 def _check_slots(program: Program, name: str, first: int, count: int) -> None:
