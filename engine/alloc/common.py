@@ -314,9 +314,9 @@ def shared_slots(original: Analysis, spills: dict) -> dict:
     undefined, first = set(original.undefined), min(spills.values())
     instructions = original.program.instructions
     guarded = {original.names[v] for i, v in original.definitions.tolist() if instructions[i].guard is not None}
-    members: list[list[int]] = []  # each new slot's values
-    kinds: list[str | None] = []
-    out = {}
+    slot_of: dict[int, int] = {}  # value number -> its new slot (counted from 0)
+    by_type: dict[str, list[int]] = {}  # the shareable slots of each type, in order
+    count, out = 0, {}
     for name, _ in sorted(spills.items(), key=lambda item: (item[1], item[0])):
         v = index.get(name)
         type_ = values[name].type if name in values else None
@@ -324,13 +324,15 @@ def shared_slots(original: Analysis, spills: dict) -> dict:
                      and type_ not in (None, "u64", "f64"))
         chosen = -1
         if shareable:
-            near = set(graph.neighbors(v).tolist())
-            chosen = next((k for k, vs in enumerate(members) if kinds[k] == type_ and near.isdisjoint(vs)), -1)
+            get = slot_of.get
+            blocked = {get(u) for u in graph.neighbors(v).tolist()}
+            chosen = next((k for k in by_type.get(type_, ()) if k not in blocked), -1)
         if chosen < 0:
-            members.append([])
-            kinds.append(type_ if shareable else None)
-            chosen = len(members) - 1
-        members[chosen].append(v)
+            chosen, count = count, count + 1
+            if shareable:
+                by_type.setdefault(type_, []).append(chosen)
+        if v is not None:
+            slot_of[v] = chosen
         out[name] = first + chosen
     return out
 

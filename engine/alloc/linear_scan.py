@@ -74,6 +74,8 @@ A value live before a loop and after it, and a loop temporary in its hole:
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from engine.alloc import register
@@ -126,7 +128,12 @@ class Intervals:
 
 def scan(analysis, budget: int, unspillable, values=None):
     """Linear scan with holes of ``values`` (default: every non-predicate value); (base register per value,
-    values to spill)."""
+    values to spill).
+
+    Moves between the sets happen at events kept in a heap: an active interval's end of its current
+    segment, an inactive one's start of its next; so straight-line code (no holes) costs a heap operation
+    per interval, and only the inactive intervals are searched for intersections.
+    """
     iv = Intervals(analysis)
     widths, unspill = analysis.widths.tolist(), unspillable.tolist()
     seg_s, seg_e, seg_hi = iv.seg_s, iv.seg_e, iv.seg_hi
@@ -134,24 +141,39 @@ def scan(analysis, budget: int, unspillable, values=None):
     base = [-1] * len(widths)
     at = list(iv.seg_lo)  # each visited value's first segment not yet behind the scan
     full, even = (1 << budget) - 1, _even(budget)
-    active: list[int] = []
-    inactive: list[int] = []
+    state = [0] * len(widths)  # 0: not visited or gone, 1: active, 2: inactive
+    active_bits = 0
+    inactive: set[int] = set()
+    # (position, kind, value): where an interval may change set; at one position, the ends of segments (kind 0)
+    # before the starts (kind 1), so a register freed and taken again at that position ends up held
+    events: list[tuple[int, int, int]] = []
     to_spill: list[int] = []
+    push, pop = heapq.heappush, heapq.heappop
     for cur in values[np.lexsort((values, analysis.start[values]))].tolist():
         pos = seg_s[iv.seg_lo[cur]]
-        still_active, still_inactive = [], []
-        for group in (active, inactive):
-            for u in group:
-                k, h = at[u], seg_hi[u]
-                while k < h and seg_e[k] < pos:
-                    k += 1
-                at[u] = k
-                if k < h:
-                    (still_active if seg_s[k] <= pos else still_inactive).append(u)
-        active, inactive = still_active, still_inactive
-        occupied = 0
-        for u in active:
-            occupied |= ((1 << widths[u]) - 1) << base[u]
+        while events and events[0][0] <= pos:
+            _, _, u = pop(events)
+            if not state[u]:
+                continue
+            k, h = at[u], seg_hi[u]
+            while k < h and seg_e[k] < pos:
+                k += 1
+            at[u] = k
+            bits = ((1 << widths[u]) - 1) << base[u]
+            now = 0 if k == h else (1 if seg_s[k] <= pos else 2)
+            if state[u] == 1 and now != 1:
+                active_bits &= ~bits
+            elif state[u] == 2 and now != 2:
+                inactive.discard(u)
+            if now == 1:
+                if state[u] != 1:
+                    active_bits |= bits
+                push(events, (seg_e[k] + 1, 0, u))
+            elif now == 2:
+                inactive.add(u)
+                push(events, (seg_s[k], 1, u))
+            state[u] = now
+        occupied = active_bits
         crossing = [u for u in inactive if iv.intersects(u, at[u], cur)]
         for u in crossing:
             occupied |= ((1 << widths[u]) - 1) << base[u]
@@ -162,19 +184,29 @@ def scan(analysis, budget: int, unspillable, values=None):
         if free:
             r = (free & -free).bit_length() - 1
         else:
+            active = _active(state, events)
             r = _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspill, analysis)
             if r < 0:
                 to_spill.append(cur)
                 continue
-            evicted = {u for u in active + crossing if base[u] < r + width and r < base[u] + widths[u]}
-            for u in evicted:
-                base[u] = -1
-                to_spill.append(u)
-            active = [u for u in active if u not in evicted]
-            inactive = [u for u in inactive if u not in evicted]
+            for u in active + crossing:
+                if base[u] < r + width and r < base[u] + widths[u]:
+                    if state[u] == 1:
+                        active_bits &= ~(((1 << widths[u]) - 1) << base[u])
+                    else:
+                        inactive.discard(u)
+                    state[u], base[u] = 0, -1
+                    to_spill.append(u)
         base[cur] = r
-        active.append(cur)
+        state[cur] = 1
+        active_bits |= ((1 << width) - 1) << r
+        push(events, (seg_e[iv.seg_lo[cur]] + 1, 0, cur))
     return np.array(base, dtype=np.int64), to_spill
+
+
+def _active(state: list, events: list) -> list[int]:
+    """The active intervals (each has one pending event in the heap), in a repeatable order."""
+    return sorted({u for _, _, u in events if state[u] == 1})
 
 
 def _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspill, analysis) -> int:
