@@ -43,13 +43,14 @@ an inactive interval's intersection with the current one walks both
 segment lists; this costs more than the hull scan's heap (see
 tests/bench/bench_engine.py).
 
-Invariant: on a program whose interference graph the start order colours
-perfectly (every interval graph, and every program whose earlier-starting
-neighbours of a value are live together where it starts) the highest
-register used is below MAXLIVE when MAXLIVE fits, and the register count
-is never above the hull scan's (:mod:`engine.alloc.linear_scan_hull`),
-because every hull overlap is a candidate conflict here and the converse
-is not.
+Invariant: every register is given lowest first to an interval no holder
+of it intersects, so the plan has no two values live at once in one
+register; visited in start order, an interval graph (straight-line code)
+gets exactly MAXLIVE registers when MAXLIVE fits. That it never needs more
+registers than the hull scan (:mod:`engine.alloc.linear_scan_hull`) is
+measured, not proved (first fit is not monotone in the conflicts it sees):
+tests/engine/test_linear_scan.py checks it on the GEMM and MHA samples and
+tests/engine/test_allocators.py on random programs.
 
 Examples
 --------
