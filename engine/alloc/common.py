@@ -260,8 +260,9 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
         f"({analysis.program.instructions[i]}), where {int(analysis.pressure[i])} registers are live")
 
 
-def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core) -> Allocation:
-    """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
+def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, share_slots: bool = True) -> Allocation:
+    """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills; then, with
+    ``share_slots``, let spilled values never live at once share a slot (:func:`shared_slots`)."""
     original, original_analysis, code = program, analysis, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
@@ -280,7 +281,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         program, code = insertion.program, insertion.code
         unspillable |= set(new) | insertion.copies
         analysis = analyze_spilled(analysis, insertion)
-    if code.spills:
+    if share_slots and code.spills:
         slots = shared_slots(original_analysis, code.spills)
         if slots != code.spills:
             program, code = renumber_slots(program, code, slots)

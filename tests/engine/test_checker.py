@@ -593,7 +593,7 @@ def test_a_later_definition_whose_spill_store_was_deleted_still_defines_its_valu
 
     text = (files("resources") / "examples" / "gemm_m1n1k2_loop.txt").read_text()
     a = allocate("naive", parse(text), 6)
-    slot = a.spills["acc_0_0"]  # 2 since issue 24's shared slots (4 before)
+    slot = a.spills["acc_0_0"]  # 4: naive shares no slot
     lines = [line for line in str(a.program).splitlines() if line.strip() != f"st.local {slot}, %acc_0_0.d2"]
     assert len(lines) == len(str(a.program).splitlines()) - 1
     broken = parse("\n".join(lines) + "\n")

@@ -24,7 +24,15 @@ def _shared_values_never_live_at_once(allocation) -> bool:
     return all(not set(graph.neighbors(u).tolist()) & set(vs) for vs in by_slot.values() for u in vs)
 
 
-@pytest.mark.parametrize("name", sorted(ALLOCATORS))
+SHARING = sorted(set(ALLOCATORS) - {"naive"})  # naive reuses nothing, slots included
+
+
+def test_naive_never_shares_a_slot():
+    plan = allocate("naive", build_mha(Mha(16, 1, 32, 2))[0], 24)
+    assert len(set(plan.spills.values())) == len(plan.spills)
+
+
+@pytest.mark.parametrize("name", SHARING)
 def test_mha_at_a_tight_budget_shares_slots_and_verifies(name):
     program = build_mha(Mha(16, 1, 32, 2))[0]
     allocation = allocate(name, program, 24)
