@@ -61,10 +61,20 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
         spilled_values=len(plan.spills),
         spill_stores=len(code.stores),
         spill_loads=len(code.loads),
-        local_bytes=4 * sum(plan.program.values[v].width for v in plan.spills if v in plan.program.values),
+        local_bytes=_local_bytes(plan),
         moves=moves(plan.program, plan.assignment),
         **_banks(plan, analysis),
     )
+
+
+def _local_bytes(plan: Plan) -> int:
+    """4 bytes per word of each spill slot, a slot as wide as the widest value spilled to it (values that
+    are never live at once may share one)."""
+    words: dict = {}
+    for v, slot in plan.spills.items():
+        if v in plan.program.values:
+            words[slot] = max(words.get(slot, 0), plan.program.values[v].width)
+    return 4 * sum(words.values())
 
 
 def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Analysis | None = None) -> int:

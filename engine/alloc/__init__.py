@@ -20,9 +20,9 @@ Examples
 >>> allocate("greedy", p)
 Traceback (most recent call last):
 ...
-engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive, optimal)
+engine.base.errors.AllocationError: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, linear-scan-hull, naive, optimal)
 >>> sorted(ALLOCATORS), sorted(EXPENSIVE)
-(['chaitin-briggs', 'dsatur', 'linear-scan', 'naive'], ['optimal'])
+(['chaitin-briggs', 'dsatur', 'linear-scan', 'linear-scan-hull', 'naive'], ['optimal'])
 """
 
 from __future__ import annotations
@@ -80,4 +80,4 @@ def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis:
     return func(program, analysis if analysis is not None else analyze(program), budget, **options)
 
 
-from engine.alloc import chaitin_briggs, dsatur, linear_scan, naive, optimal  # noqa: F401  (registration)
+from engine.alloc import chaitin_briggs, dsatur, linear_scan, linear_scan_hull, naive, optimal  # noqa: F401  (registration)

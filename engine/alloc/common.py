@@ -11,16 +11,18 @@ spilled again, so the loop ends.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine.analysis.liveness import Analysis
 from engine.analysis.respill import analyze_spilled
-from engine.base.errors import AllocationError
+from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_SPILL_SLOT
-from engine.ir.core import Program
-from engine.ir.spill import SpillCode, first_free_slot, spill_insertion
+from engine.ir.cfg import loop_trips
+from engine.ir.core import Program, successors
+from engine.ir.spill import SpillCode, first_free_slot, renumber_slots, spill_insertion
 from engine.plan import Plan
 
 
@@ -161,6 +163,95 @@ def spill_cost(analysis: Analysis, degree: np.ndarray) -> np.ndarray:
     return analysis.spill_weight / np.maximum(degree, 1)
 
 
+#: trips assumed for a loop whose count cannot be read (Chaitin's 10 per loop level)
+UNKNOWN_TRIPS = 10
+
+
+def block_frequency(program: Program) -> np.ndarray:
+    """How often each block runs, estimated: the product of the trip counts of the natural loops around it.
+
+    A counted loop's trips come from its ``setp.lt %it, N`` back edge (:func:`engine.ir.cfg.loop_trips`);
+    a loop whose count cannot be read counts :data:`UNKNOWN_TRIPS`.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block l\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 6\\n  cbr %p, l, e\\n.block e\\n  exit\\n")
+    >>> block_frequency(p).tolist()
+    [1.0, 6.0, 1.0]
+    """
+    import networkx as nx
+
+    freq = np.ones(len(program.blocks))
+    if not program.blocks:
+        return freq
+    try:
+        trips = loop_trips(program)
+    except RegtuneError:  # a trip count the reader refuses: every loop counts as unknown
+        trips = {}
+    succ = successors(program)
+    cfg = nx.DiGraph()
+    cfg.add_nodes_from(range(len(program.blocks)))
+    cfg.add_edges_from((b, s) for b, ss in enumerate(succ) for s in ss)
+    idom = nx.immediate_dominators(cfg, 0)
+    for tail, head in cfg.edges:
+        if _dominates(idom, head, tail):
+            body = {head, tail}
+            if tail != head:
+                body |= nx.ancestors(cfg.subgraph(n for n in cfg if n != head), tail)
+            n = trips.get(program.blocks[tail].name, UNKNOWN_TRIPS) if tail == head else UNKNOWN_TRIPS
+            freq[list(body)] *= max(n, 1)
+    return freq
+
+
+def _dominates(idom: dict, a: int, b: int) -> bool:
+    while True:
+        if a == b:
+            return True
+        up = idom.get(b)
+        if up is None or up == b:
+            return False
+        b = up
+
+
+def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None) -> np.ndarray:
+    """Spill instructions each value would run if spilled everywhere: a reload per instruction reading it
+    and a store per instruction writing it (a guarded write reloads first too), each run as often as its
+    block (``frequency``: :func:`block_frequency` of the analysed program, computed when not given).
+    A value whose every segment ends by the next instruction's read gains nothing from a spill (its pieces
+    would be as long): infinite.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
+    >>> p = parse(".kernel k\\n.block a\\n  %x:f32 = mov 1\\n  %i:i32 = mov 0\\n.block l\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %y:f32 = add %x, %x\\n  st.global %y, 0, %y\\n"
+    ...           "  %p:pred = setp.lt %i, 4\\n  cbr %p, l, e\\n.block e\\n  exit\\n")
+    >>> a = analyze(p)
+    >>> dict(zip(a.names, executed_spill_cost(a).tolist()))["x"]
+    5.0
+    """
+    program = analysis.program
+    if frequency is None:
+        frequency = block_frequency(program)
+    per_ins = np.repeat(frequency, [len(b.instructions) for b in program.blocks])
+    n = len(analysis.names)
+    reads, defs = analysis.operand_reads, analysis.definitions
+    # one reload per instruction reading the value, however often it reads it
+    codes = np.unique(reads[:, 0] * max(n, 1) + reads[:, 1]) if len(reads) else np.zeros(0, dtype=np.int64)
+    cost = np.bincount(codes % max(n, 1), weights=per_ins[codes // max(n, 1)], minlength=n)
+    guarded = np.array([ins.guard is not None for ins in program.instructions], dtype=bool)
+    if len(defs):
+        cost += np.bincount(defs[:, 1], weights=per_ins[defs[:, 0]] * (1 + guarded[defs[:, 0]]), minlength=n)
+    length = analysis.seg_end - analysis.seg_start
+    longest = np.zeros(n, dtype=np.int64)
+    np.maximum.at(longest, analysis.seg_value, length)
+    cost[longest <= 1] = np.inf
+    return cost
+
+
 def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
     """The error for a value that cannot get a register and may not be spilled."""
     name = analysis.names[v]
@@ -171,8 +262,9 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
         f"({analysis.program.instructions[i]}), where {int(analysis.pressure[i])} registers are live")
 
 
-def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core) -> Allocation:
-    """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills."""
+def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, share_slots: bool = True) -> Allocation:
+    """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills; then, with
+    ``share_slots``, let spilled values never live at once share a slot (:func:`shared_slots`)."""
     original, original_analysis, code = program, analysis, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
@@ -191,8 +283,71 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core)
         program, code = insertion.program, insertion.code
         unspillable |= set(new) | insertion.copies
         analysis = analyze_spilled(analysis, insertion)
+    if share_slots and code.spills:
+        slots = shared_slots(original_analysis, code.spills)
+        if slots != code.spills:
+            program, code = renumber_slots(program, code, slots)
+            analysis = _same_analysis(analysis, program)
     return Allocation(name, budget, program, _assignment(analysis, base), dict(code.spills), original, code, analysis,
                       original_analysis)
+
+
+def shared_slots(original: Analysis, spills: dict) -> dict:
+    """Spill slots shared by spilled values that are never live at once (issue 24's stack frame).
+
+    A slot holds its value from the store after a definition to the reload before the last read, inside
+    the value's live range in the program without spill code (``original``'s), so values whose ranges do
+    not overlap there may share one. Each value, in the order of its old slot, takes the lowest shared slot
+    whose values do not interfere with it and have its type (the Numba kernel keeps one array per type;
+    64-bit values, pointers among them, never share: a slot there holds pointers into one array only), or a
+    new one. Values read before any definition, and values with a guarded definition (its spill code
+    reloads the old value first, even where nothing reads it after: that reload must not see another
+    value's bits), keep a slot of their own. The slots are numbered from the lowest old one.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> from engine.analysis.liveness import analyze
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = mov 1\\n  st.global %pa, 0, %x\\n"
+    ...           "  %y:f32 = mov 2\\n  %z:f32 = mov 3\\n  st.global %pa, 0, %y\\n  st.global %pa, 0, %z\\n  exit\\n")
+    >>> shared_slots(analyze(p), {"x": 4, "y": 5, "z": 6})
+    {'x': 4, 'y': 4, 'z': 5}
+    """
+    graph, index, values = original.interference, original.index, original.program.values
+    undefined, first = set(original.undefined), min(spills.values())
+    instructions = original.program.instructions
+    guarded = {original.names[v] for i, v in original.definitions.tolist() if instructions[i].guard is not None}
+    slot_of: dict[int, int] = {}  # value number -> its new slot (counted from 0)
+    by_type: dict[str, list[int]] = {}  # the shareable slots of each type, in order
+    count, out = 0, {}
+    for name, _ in sorted(spills.items(), key=lambda item: (item[1], item[0])):
+        v = index.get(name)
+        type_ = values[name].type if name in values else None
+        shareable = (v is not None and name not in undefined and name not in guarded
+                     and type_ not in (None, "u64", "f64"))
+        chosen = -1
+        if shareable:
+            get = slot_of.get
+            blocked = {get(u) for u in graph.neighbors(v).tolist()}
+            chosen = next((k for k in by_type.get(type_, ()) if k not in blocked), -1)
+        if chosen < 0:
+            chosen, count = count, count + 1
+            if shareable:
+                by_type.setdefault(type_, []).append(chosen)
+        if v is not None:
+            slot_of[v] = chosen
+        out[name] = first + chosen
+    return out
+
+
+def _same_analysis(analysis: Analysis, program: Program) -> Analysis:
+    """``analysis`` for ``program``, a program that differs from its own only in slot numbers (liveness
+    does not read them); figures it already computed carried over."""
+    new = dataclasses.replace(analysis, program=program, interference_basis=list(analysis.interference_basis))
+    for cached in ("index", "interference", "occurrences", "spill_weight", "segments"):
+        if cached in analysis.__dict__:
+            new.__dict__[cached] = analysis.__dict__[cached]
+    return new
 
 
 def _check_slots(program: Program, name: str, first: int, count: int) -> None:

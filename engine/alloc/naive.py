@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.alloc import register
 from engine.alloc.common import run_with_spilling
-from engine.alloc.linear_scan import scan
+from engine.alloc.linear_scan_hull import scan
 
 
 def _scratch_need(analysis, spilled: np.ndarray) -> int:
@@ -70,8 +70,10 @@ def _core(analysis, budget, unspillable):
 
 @register("naive")
 def naive(program, analysis, budget):
-    """One fresh register per value in definition order, never reused."""
-    return run_with_spilling(program, analysis, budget, "naive", _core)
+    """One fresh register per value in definition order, never reused; its spill slots are never shared
+    either (the scheme reuses nothing; sharing would also cost it more than it allocates, with thousands of
+    values spilled)."""
+    return run_with_spilling(program, analysis, budget, "naive", _core, share_slots=False)
 
 
 def naive_demand(analysis) -> int:

@@ -162,13 +162,56 @@ def _slot_conflicts(program: Program, spills: dict, code: SpillCode | None) -> l
     for name, slot in sorted(spills.items()):
         if name not in program.values and name not in copies:
             out.append(Conflict(-1, "spill", (name,), None, f"spill slot {slot} is for %{name}, which the program never defines"))
-        elif slot in seen:
-            out.append(Conflict(-1, "slot", (seen[slot], name), None, f"%{seen[slot]} and %{name} are both spilled to slot {slot}"))
         elif name not in stored:
             out.append(Conflict(-1, "spill", (name,), None,
                                 f"%{name} is spilled to slot {slot} in 'spills', but no st.local stores it there"))
-        seen.setdefault(slot, name)
+        seen.setdefault(slot, []).append(name)
+    shared = {slot: names for slot, names in seen.items() if len(names) > 1}
+    if shared:
+        out += _shared_slot_conflicts(program, spills, shared)
     return out + _stray_spill_code(program, spills, code)
+
+
+def _shared_slot_conflicts(program: Program, spills: dict, shared: dict) -> list[Conflict]:
+    """Values that share a spill slot must never be live at once in the program without spill code (a slot
+    holds its value from the store after a definition to the reload before its last read, inside that
+    value's live range), nor be read before any definition (the slot would hold the other one's bits).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = mov 1\\n  %y:f32 = mov 2\\n"
+    ...           "  st.global %pa, 0, %x\\n  st.global %pa, 0, %y\\n  exit\\n")
+    >>> [c.message for c in _shared_slot_conflicts(p, {"x": 0, "y": 0}, {0: ["x", "y"]})]
+    ['%x and %y share spill slot 0 while both live at instruction 2 of the program without spill code (%y:f32 = mov 2)']
+    """
+    original = analyze(remove_spill_code(program, spills))
+    index, undefined, out = original.index, set(original.undefined), []
+    group = np.full(len(original.names), -1, dtype=np.int64)  # each sharing value's slot, as a group number
+    slots = sorted(shared)
+    for g, slot in enumerate(slots):
+        for a in shared[slot]:
+            if a in undefined:
+                out.append(Conflict(-1, "slot", (a,), None, f"%{a} shares spill slot {slot} but is read before any "
+                                                            f"definition on some path"))
+            if a in index:
+                group[index[a]] = g
+    keep = group[original.seg_value] >= 0
+    value, start, end = original.seg_value[keep], original.seg_start[keep], original.seg_end[keep]
+    g = group[value]
+    span = 2 * len(original.program.instructions) + 2
+    i, j = overlapping_pairs(g * span + start, g * span + end)
+    first: dict = {}
+    for u, v, p in zip(value[i].tolist(), value[j].tolist(), np.maximum(start[i], start[j]).tolist()):
+        if u != v:
+            key = (min(u, v), max(u, v))
+            first[key] = min(first.get(key, p), p)
+    for (u, v), p in sorted(first.items(), key=lambda item: (item[1], item[0])):
+        at, a, b = p // 2, original.names[u], original.names[v]
+        out.append(Conflict(-1, "slot", (a, b), None, f"%{a} and %{b} share spill slot {spills[a]} while both live at "
+                                                      f"instruction {at} of the program without spill code "
+                                                      f"({original.program.instructions[at]})"))
+    return out
 
 
 _LOCAL_OPCODES = frozenset({"ld.local", "st.local"})
@@ -177,7 +220,7 @@ _LOCAL_OPCODES = frozenset({"ld.local", "st.local"})
 def _stray_spill_code(program: Program, spills: dict, code: SpillCode) -> list[Conflict]:
     """Local loads and stores that look like spill code but are not the map's: on a spilled value's slot
     without being its code, or reloading a value (``%v.rK``) the map does not spill."""
-    owner = {slot: name for name, slot in sorted(spills.items(), reverse=True)}
+    owner = {slot: name for name, slot in sorted(spills.items(), reverse=True)}  # a shared slot: its first value
     ours, out, instructions = code.indices, [], program.instructions
     local = [i for i, ins in enumerate(instructions) if ins.opcode in _LOCAL_OPCODES]
     for i in local:

@@ -266,7 +266,9 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> SpillCode:
 
 
 def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
-    by_slot = {str(slot): v for v, slot in spills.items()}
+    by_slot: dict[str, list[str]] = {}  # values that never live at once may share a slot (the allocators' frames)
+    for v, slot in spills.items():
+        by_slot.setdefault(str(slot), []).append(v)
     indices, origin = set(), {}
     if not spills:
         return indices, origin
@@ -283,14 +285,15 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
     for i, ins in enumerate(program.instructions):
         if ins.opcode not in ("st.local", "ld.local") or not ins.operands or not isinstance(ins.operands[0], Imm):
             continue
-        v = by_slot.get(ins.operands[0].text)
-        if v is None:
-            continue
-        if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
-            if copy_of(v, ins.operands[1].name):
+        for v in by_slot.get(ins.operands[0].text, ()):
+            if ins.opcode == "st.local" and len(ins.operands) == 2 and isinstance(ins.operands[1], Use):
+                if copy_of(v, ins.operands[1].name):
+                    indices.add(i)
+                    break
+            elif ins.opcode == "ld.local" and len(ins.defs) == 1 and len(ins.operands) == 1 \
+                    and copy_of(v, ins.defs[0].name):
                 indices.add(i)
-        elif ins.opcode == "ld.local" and len(ins.defs) == 1 and len(ins.operands) == 1 and copy_of(v, ins.defs[0].name):
-            indices.add(i)
+                break
     # a copy is named for its value whether or not its spill instruction is still there: a later definition
     # whose store was deleted from a plan file is still a definition of the spilled value (the slot goes stale)
     for name in program.values:
@@ -367,3 +370,40 @@ def first_free_slot(program: Program) -> int:
             except ValueError:
                 pass
     return max(used) + 1
+
+
+def renumber_slots(program: Program, code: SpillCode, slots: dict[str, int]) -> tuple[Program, SpillCode]:
+    """``program`` with the spill code in ``code`` moved to the new ``slots`` (spilled value -> slot), and its
+    record: the same instructions at the same places, only their slot numbers changed.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %x:f32 = mov 1\\n  st.global %x, 0, %x\\n  %y:f32 = mov 2\\n"
+    ...           "  st.global %y, 0, %y\\n  exit\\n")
+    >>> r = spill_insertion(p, {"x": 0, "y": 1})
+    >>> q, code = renumber_slots(r.program, r.code, {"x": 0, "y": 0})
+    >>> [str(q.instructions[i]) for i in code.stores], code.spills
+    (['st.local 0, %x', 'st.local 0, %y'], {'x': 0, 'y': 0})
+    """
+    at = {i: slots[code.origin.get(name, name)] for i, name in _spill_code_values(program, code)}
+    blocks, i = [], 0
+    for b in program.blocks:
+        body = []
+        for ins in b.instructions:
+            if i in at:
+                ins = Instruction(ins.opcode, ins.defs, (_slot(at[i]),) + tuple(ins.operands[1:]), ins.guard,
+                                  ins.guard_negated, ins.phase)
+            body.append(ins)
+            i += 1
+        blocks.append(Block(b.name, tuple(body)))
+    return replace_blocks(program, blocks), SpillCode(dict(slots), code.loads, code.stores, code.origin)
+
+
+def _spill_code_values(program: Program, code: SpillCode):
+    """(index, value name) of each spill instruction in ``code``: the value it stores or reloads."""
+    instructions = program.instructions
+    for i in code.stores:
+        yield i, instructions[i].operands[1].name
+    for i in code.loads:
+        yield i, instructions[i].defs[0].name

@@ -213,7 +213,8 @@ def _failed_checks(columns: list, args, metrics=None) -> int:
 def _allocators(text: str) -> list[str]:
     from engine.alloc import ALLOCATORS, check_allocator
 
-    names = sorted(ALLOCATORS, key=["naive", "linear-scan", "chaitin-briggs", "dsatur"].index) \
+    order = ["naive", "linear-scan-hull", "linear-scan", "chaitin-briggs", "dsatur"]  # the rest after, by name
+    names = sorted(ALLOCATORS, key=lambda n: (order.index(n) if n in order else len(order), n)) \
         if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
     if not names:
         raise RegtuneError("--allocators needs 'all' or at least one allocator name")

@@ -41,6 +41,8 @@ except ImportError:         # Windows: msvcrt's byte-range lock, also dropped wh
     fcntl = None
     import msvcrt
 
+#: the allocators whose plans a session makes; ``linear-scan-hull`` (the textbook scan, kept to compare with) is
+#: left to the command line (``regtune allocate --allocator linear-scan-hull``, ``compare --allocators all``)
 ALLOCATOR_ORDER = ("naive", "linear-scan", "chaitin-briggs", "dsatur")
 SESSION_FORMAT = "regtune-session"
 SESSION_VERSION = 1

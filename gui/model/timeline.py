@@ -240,15 +240,22 @@ def register_array(assignment: dict, names) -> np.ndarray:
 
 
 def spill_slot_spans(plan: Plan) -> dict[str, tuple[int, int, int]]:
-    """Spilled value -> (slot, first, last instruction that touches the slot)."""
+    """Spilled value -> (slot, first, last instruction of its spill code at that slot). Values never live at
+    once may share a slot (issue 24): each gets the span of its own stores and reloads."""
+    from engine.ir.core import Use
+    from engine.ir.spill import spill_code_of
+
+    origin = spill_code_of(plan.program, plan.spills).origin
     firsts, lasts = {}, {}
     for i, ins in enumerate(plan.program.instructions):
         if ins.opcode in ("st.local", "ld.local") and ins.operands:
-            slot = ins.operands[0].text
-            firsts.setdefault(slot, i)
-            lasts[slot] = i
-    return {name: (int(slot), firsts[str(slot)], lasts[str(slot)])
-            for name, slot in plan.spills.items() if str(slot) in firsts}
+            moved = ins.defs[0].name if ins.opcode == "ld.local" and ins.defs else (
+                ins.operands[1].name if len(ins.operands) > 1 and isinstance(ins.operands[1], Use) else None)
+            value = origin.get(moved, moved)
+            if value in plan.spills and ins.operands[0].text == str(plan.spills[value]):
+                firsts.setdefault(value, i)
+                lasts[value] = i
+    return {name: (int(slot), firsts[name], lasts[name]) for name, slot in plan.spills.items() if name in firsts}
 
 
 def plan_timeline(plan: Plan, analysis) -> TimelineData:

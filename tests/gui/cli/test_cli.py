@@ -40,7 +40,7 @@ def test_analyze_json():
     assert model["reference"]["ilp"] == model["ilp"] and model["false_dependences"] == 0
 
 
-@pytest.mark.parametrize("allocator", ["naive", "linear-scan", "chaitin-briggs", "dsatur"])
+@pytest.mark.parametrize("allocator", ["naive", "linear-scan", "linear-scan-hull", "chaitin-briggs", "dsatur"])
 def test_allocate_then_check(tmp_path, allocator):
     out = tmp_path / "plan.json"
     r = regtune("allocate", LOOP, "--allocator", allocator, "--budget", "6", "--out", str(out))
@@ -148,7 +148,7 @@ def test_check_rejects_an_invalid_plan_in_one_line(tmp_path):
     "args, message",
     [
         (["allocate", EXAMPLE, "--allocator", "greedy", "--out", "x.json"],
-         "regtune: error: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, naive, optimal)"),
+         "regtune: error: unknown allocator 'greedy' (known: chaitin-briggs, dsatur, linear-scan, linear-scan-hull, naive, optimal)"),
         (["analyze", "missing.txt"], "regtune: error: missing.txt: no such file"),
         (["check", "missing.json"], "regtune: error: missing.json: no such file"),
         (["allocate", EXAMPLE, "--allocator", "dsatur", "--budget", "two", "--out", "x.json"],
