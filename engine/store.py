@@ -315,8 +315,12 @@ def open_store(path: str | os.PathLike | None = None, readonly: bool = False) ->
     path = Path(path) if path is not None else default_path()
     try:
         if readonly:
+            if path.is_dir():
+                raise StoreError(f"{path}: a folder, not a store file")
             if not path.is_file():
                 raise StoreError(f"{path}: no such sweep store")
+            if path.stat().st_size == 0:
+                raise StoreError(f"{path}: an empty file, not a sweep store (`regtune sweep --store` makes one)")
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
                                  isolation_level=None, check_same_thread=False)
         else:
@@ -328,6 +332,9 @@ def open_store(path: str | os.PathLike | None = None, readonly: bool = False) ->
             db.execute("PRAGMA synchronous=NORMAL")     # WAL: a kill loses nothing committed; power loss the last
             _prepare(db, path)
         version = _version(db)
+        if version == 0:
+            db.close()
+            raise StoreError(f"{path}: an SQLite file that is not a RegTune sweep store (no schema_version)")
         if version != SCHEMA_VERSION:
             db.close()
             raise StoreError(f"{path}: schema version {version}, this RegTune reads {SCHEMA_VERSION} (open it "
