@@ -60,3 +60,37 @@ def test_report_sweep_writes_report_and_plots(store, tmp_path):
 def test_report_claims_refuses_store_flags(capsys):
     assert main(["report", "claims", "--store", "x.sqlite"]) == 2
     assert "--store is for 'report sweep' only" in capsys.readouterr().err
+
+
+def test_report_sweep_on_a_bad_store_or_filter_makes_no_folder(store, tmp_path, capsys):
+    folder = tmp_path / "never"
+    assert main(["report", "sweep", "--store", str(tmp_path / "none.sqlite"), "--out", str(folder)]) == 2
+    assert "no such sweep store" in capsys.readouterr().err
+    assert main(["report", "sweep", "--store", store, "--filter", "m <", "--out", str(folder)]) == 2
+    assert not folder.exists()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["report", "sweep", "--store", store, "--out", str(afile)]) == 2
+    assert "a file, not a folder" in capsys.readouterr().err
+
+
+def test_count_plots_start_at_zero_in_whole_configs(store, tmp_path):
+    from gui.cli.sweep_report import Plots, limit_section, ratio_section
+
+    seen = {}
+
+    class Watch(Plots):
+        def save(self, fig, name):
+            ax = fig.axes[0]
+            seen[name] = (ax.get_ylim(), list(ax.get_yticks()), [t.get_text() for t in ax.texts])
+            return super().save(fig, name)
+
+    with open_store(store, readonly=True) as s:
+        rows = s.rows("m <= 4")       # no plan of these spills at 255
+    plots = Watch(tmp_path)
+    limit_section(rows, plots)
+    ratio_section(rows, plots)
+    for name in ("spills_at_255.png", "naive_best_ratio.png"):
+        (low, high), ticks, _ = seen[name]
+        assert low == 0 and high >= 1 and all(float(t).is_integer() for t in ticks), (name, low, ticks)
+    assert "no config spills at 255" in seen["spills_at_255.png"][2]
