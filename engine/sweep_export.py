@@ -101,9 +101,11 @@ def write_parquet(rows: list[dict], path) -> Path:
 def _one(rows: list[dict], column: str) -> str:
     values = sorted({str(r.get(column)) for r in rows})
     if len(values) != 1:
+        pick = next((v for v in values if v != "-"), values[0])     # '-': the analysis rows, no ptxas figure
+        dash = f" ('-': rows with no {column}: the analysis only)" if "-" in values else ""
         raise RegtuneError(f"Kernel Tuner export: the rows cover {len(values)} values of {column} "
-                           f"({', '.join(values[:6])}{', ...' if len(values) > 6 else ''}); a Kernel Tuner cache "
-                           f"holds one; choose one with --filter \"{column} == '{values[0]}'\"")
+                           f"({', '.join(values[:6])}{', ...' if len(values) > 6 else ''}){dash}; a Kernel Tuner "
+                           f"cache holds one; choose one with --filter \"{column} == '{pick}'\"")
     return values[0]
 
 
