@@ -184,7 +184,8 @@ def cmd_sweep(args) -> int:
             client.close()
             raise
     store = open_store(args.store)
-    where = "Dask " + args.scheduler if client else f"{args.jobs or os.cpu_count()} local processes"
+    workers = args.jobs or os.cpu_count()
+    where = "Dask " + args.scheduler if client else f"{workers} local process{'es' * (workers != 1)}"
     summary = SweepSummary(len(tasks), 0, 0, 0.0, str(store.path))
     pool = client.get_executor() if client else local_pool(args.jobs)
     configs = sum(len(t.configs) for t in tasks)

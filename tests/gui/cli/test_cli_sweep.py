@@ -42,6 +42,7 @@ def test_a_sweep_stores_every_allocator_and_a_rerun_skips_it(capsys, tmp_path):
     assert main(["sweep", "gemm", "--filter", SMALL, "--jobs", "1", "--store", str(store)]) == 0
     out = capsys.readouterr().out
     assert "16 rows new, 0 configs skipped" in out and str(store) in out
+    assert "on 1 local process;" in out
     with open_store(store, readonly=True) as s:
         rows = s.rows(None, ["config", "allocator", "registers", "best_registers", "naive_registers", "error",
                              "arch", "plan_json", "measured_why"])
