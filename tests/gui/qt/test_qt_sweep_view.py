@@ -96,3 +96,22 @@ def test_the_worst_table_lists_the_most_spills_and_opens_a_row(window, qtbot, tm
         table.cellDoubleClicked.emit(0, 0)
     assert opened.args[0] is shown[0]
     assert v.grab().save(str(tmp_path / "sweep.png"))
+
+
+def test_the_store_tab_fits_a_1280x800_window(qtbot, tmp_path):
+    """A compiled store's slice row (k, schedule, allocator, budget, arch, cap, toolchain) and the three worst
+    tabs once set the tab's minimum width to 1220 px: a 1280x800 window grew to 1795 px wide."""
+    path = tmp_path / "compiled.sqlite"
+    rows = gemm_rows([(m, n, 4) for m in (2, 3) for n in (2, 3)])
+    with open_store(path) as s:
+        s.put([{**r, "arch": arch, "cap": cap, "toolchain": "release 13.5, V13.5.37"}
+               for r in rows for arch in ("sm_80", "sm_90") for cap in ("none", "plan")])
+    w = open_window(qtbot, 2, 2, 2, {})
+    w.resize(1280, 800)
+    w.tabs.setCurrentWidget(w.sweep_view)
+    w.open_store(path)
+    w.show()
+    QApplication.processEvents()
+    assert len(w.sweep_view.slice_boxes) >= 6
+    assert w.sweep_view.minimumSizeHint().width() < 700
+    assert w.width() == 1280
