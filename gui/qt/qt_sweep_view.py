@@ -290,6 +290,8 @@ class QtSweepView(QWidget):
             name = WORST[title]
             table.setRowCount(len(rows))
             self.worst_shown[title] = rows
+            # an empty table says so on its tab, rather than looking like rows not loaded yet
+            self.worst.setTabText(list(self.worst_tables).index(title), title if rows else f"{title}: none")
             for i, r in enumerate(rows):
                 for j, col in enumerate(WORST_COLUMNS):
                     value = {"figure": figure(name, r), "arch, cap": _where(r)}.get(col, r.get(col))

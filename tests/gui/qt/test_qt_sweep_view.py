@@ -115,3 +115,10 @@ def test_the_store_tab_fits_a_1280x800_window(qtbot, tmp_path):
     assert len(w.sweep_view.slice_boxes) >= 6
     assert w.sweep_view.minimumSizeHint().width() < 700
     assert w.width() == 1280
+
+
+def test_an_empty_worst_table_says_none_on_its_tab(window):
+    v = window.sweep_view
+    texts = [v.worst.tabText(i) for i in range(v.worst.count())]
+    assert texts[0] == "planned spills"              # naive spills at gemm 16x16x16
+    assert "ptxas spills: none" in texts             # no row of this store was compiled
