@@ -127,7 +127,7 @@ class QtSweepView(QWidget):
         top.addWidget(self.workload)
         top.addWidget(QLabel("colour by"))
         top.addWidget(self.figure)
-        top.addWidget(self.filter, 1)
+        top.addStretch(1)
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -175,6 +175,7 @@ class QtSweepView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.store_label)
         layout.addLayout(top)
+        layout.addWidget(self.filter)       # its own row: beside the boxes a 1280x800 window left it 'filt...'
         layout.addWidget(self.filter_error)
         layout.addWidget(self.caption)
         layout.addWidget(split, 1)

@@ -115,6 +115,8 @@ def test_the_store_tab_fits_a_1280x800_window(qtbot, tmp_path):
     assert len(w.sweep_view.slice_boxes) >= 6
     assert w.sweep_view.minimumSizeHint().width() < 700
     assert w.width() == 1280
+    placeholder = w.sweep_view.filter.placeholderText()
+    assert w.sweep_view.filter.width() >= w.sweep_view.filter.fontMetrics().horizontalAdvance(placeholder)
 
 
 def test_an_empty_worst_table_says_none_on_its_tab(window):
