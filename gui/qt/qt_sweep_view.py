@@ -264,7 +264,21 @@ class QtSweepView(QWidget):
         t = time.perf_counter()
         g, name = self.grid, self.figure_name()
         self.cells = cells = g.grid(name, self.fixed())
+        if not cells.xs or not cells.ys:       # no row of this workload (a filter that keeps none): no image
+            self.image.clear()
+            self.colorbar.hide()               # no scale and no ticks: nothing here has a value
+            item = self.plot.getPlotItem()
+            for side in ("bottom", "left"):
+                item.getAxis(side).setTicks([[]])
+                item.setLabel(side, "")
+            item.setTitle(f"{FIGURES[name].label}: no {g.workload} rows")
+            self.caption.setText(f"no {g.workload} rows"
+                                 + (f" selected by {self.where!r}" if self.where else " in the store")
+                                 + ": nothing to draw")
+            self.redraw_seconds = time.perf_counter() - t
+            return
         lo, hi = range_of(cells.values)
+        self.colorbar.show()
         self.image.setImage(cells.values, levels=(lo, hi), autoLevels=False)
         self.image.setRect(QRectF(-0.5, -0.5, max(len(cells.xs), 1), max(len(cells.ys), 1)))
         self.colorbar.setLevels((lo, hi))

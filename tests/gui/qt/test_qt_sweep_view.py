@@ -124,3 +124,18 @@ def test_an_empty_worst_table_says_none_on_its_tab(window):
     texts = [v.worst.tabText(i) for i in range(v.worst.count())]
     assert texts[0] == "planned spills"              # naive spills at gemm 16x16x16
     assert "ptxas spills: none" in texts             # no row of this store was compiled
+
+
+def test_a_filter_that_keeps_no_row_says_so_and_draws_nothing(window):
+    """It raised ZeroDivisionError in pyqtgraph (an empty image's rect); the screenshot command died with a
+    traceback, the window with an exception in the slot."""
+    v = window.sweep_view
+    v.filter.setText("m == 99")
+    v.apply_filter()
+    assert v.filter_error.isHidden()
+    assert v.store_label.text().endswith("0 rows of 76 selected by 'm == 99'")
+    assert v.caption.text() == "no gemm rows selected by 'm == 99': nothing to draw"
+    assert not v.colorbar.isVisible()     # no invented 0..1 scale
+    v.filter.setText("")
+    v.apply_filter()                      # and back: every row drawn again
+    assert "rows in this slice" in v.caption.text() and v.colorbar.isVisible()
