@@ -227,11 +227,16 @@ class Store:
         sql, params = parse_filter(where, FILTER_FIELDS).sql()
         return " WHERE " + sql, params
 
+    @staticmethod
+    def row_columns() -> list[str]:
+        """The columns :meth:`rows` gives when none are named (an export of no rows still has its header)."""
+        return [c for c in [*COLUMNS, *VIRTUAL] if c not in LARGE]
+
     def rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
         """The rows ``where`` (a sweep filter expression, never SQL; None: all) selects, as dicts of ``columns``
         (None: every column but the large texts :data:`LARGE`, which come only when named), in the order they were
         stored (the rowid's: free, where the key's order costs a sort of every row)."""
-        wanted = [c for c in [*COLUMNS, *VIRTUAL] if c not in LARGE] if columns is None else list(columns)
+        wanted = self.row_columns() if columns is None else list(columns)
         unknown = [c for c in wanted if c not in COLUMNS and c not in VIRTUAL]
         if unknown:
             raise StoreError(f"{self.path}: unknown column {unknown[0]!r} (known: {', '.join([*COLUMNS, *VIRTUAL])})")

@@ -334,7 +334,7 @@ def cmd_export_sweep(args) -> int:
     check_writable(args.out, "--out")
     with open_store(args.store, readonly=True) as store:
         rows = store.rows(args.filter)
-    export(rows, args.format, args.out, args.filter)
+    export(rows, args.format, args.out, args.filter, header=store.row_columns())
     print(f"{len(rows):,} rows{f' ({args.filter})' if args.filter else ''} -> {args.out} ({args.format})")
     return 0
 

@@ -94,3 +94,18 @@ def test_count_plots_start_at_zero_in_whole_configs(store, tmp_path):
         (low, high), ticks, _ = seen[name]
         assert low == 0 and high >= 1 and all(float(t).is_integer() for t in ticks), (name, low, ticks)
     assert "no config spills at 255" in seen["spills_at_255.png"][2]
+
+
+def test_an_export_of_no_rows_keeps_the_stores_header(store, tmp_path):
+    """A filter that kept nothing wrote a CSV whose header was only the two derived columns."""
+    out = tmp_path / "none.csv"
+    assert main(["export", "sweep", "--store", store, "--format", "csv", "--filter", "m == 99", "--out",
+                 str(out)]) == 0
+    header = out.read_text().splitlines()
+    assert len(header) == 1
+    assert header[0].startswith("workload,m,n,k,") and header[0].endswith(",naive_best_ratio,plan_ptxas_gap")
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed (regtune[parquet])")
+    out = tmp_path / "none.parquet"
+    assert main(["export", "sweep", "--store", store, "--format", "parquet", "--filter", "m == 99", "--out",
+                 str(out)]) == 0
+    assert pq.read_table(out).schema.names == header[0].split(",")
