@@ -96,6 +96,25 @@ def test_count_plots_start_at_zero_in_whole_configs(store, tmp_path):
     assert "no config spills at 255" in seen["spills_at_255.png"][2]
 
 
+def test_identical_ratio_histograms_are_drawn_once(store, tmp_path):
+    """Capped and uncapped ratios that are the same list were two bars on top of each other, blended into a
+    colour neither legend entry has."""
+    from gui.cli.sweep_report import Plots, ratio_section
+
+    labels = {}
+
+    class Watch(Plots):
+        def save(self, fig, name):
+            labels[name] = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+            return super().save(fig, name)
+
+    with open_store(store, readonly=True) as s:
+        rows = s.rows("m <= 4")       # naive stays under 255 here
+    ratio_section(rows, Watch(tmp_path))
+    got = labels["naive_best_ratio.png"]
+    assert got[0] == "naive registers / best (capped and uncapped: the same here)" and len(got) == 2
+
+
 def test_an_export_of_no_rows_keeps_the_stores_header(store, tmp_path):
     """A filter that kept nothing wrote a CSV whose header was only the two derived columns."""
     out = tmp_path / "none.csv"
