@@ -189,7 +189,7 @@ def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
             ax.scatter([r["registers"] for r in mine], [r["ptxas_registers"] for r in mine], s=6, alpha=0.6,
                        marker="o" if arch == min(r["arch"] for r in free) else "x", label=f"{alloc} ({arch})")
         top = max(max(r["registers"], r["ptxas_registers"]) for r in free)
-        ax.plot([0, top], [0, top], color="grey", lw=0.8)
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, label="ptxas = plan")
         ax.fill_between([0, top], [-WITHIN, top - WITHIN], [WITHIN, top + WITHIN], color="green", alpha=0.12,
                         label=f"within \u00b1{WITHIN}")
         ax.set(xlabel="planned registers", ylabel="ptxas registers (no cap)",

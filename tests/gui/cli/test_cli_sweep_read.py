@@ -128,3 +128,20 @@ def test_an_export_of_no_rows_keeps_the_stores_header(store, tmp_path):
     assert main(["export", "sweep", "--store", store, "--format", "parquet", "--filter", "m == 99", "--out",
                  str(out)]) == 0
     assert pq.read_table(out).schema.names == header[0].split(",")
+
+
+def test_the_plan_against_ptxas_diagonal_is_named(tmp_path):
+    from gui.cli.sweep_report import Plots, ptxas_section
+    from tests.sweep_fixture import gemm_rows as rows_of
+
+    rows = [{**r, "arch": "sm_80", "cap": "none", "toolchain": "t", "ptxas_registers": r["registers"] + 2}
+            for r in rows_of([(2, 2, 2), (4, 4, 4)])]
+    labels = {}
+
+    class Watch(Plots):
+        def save(self, fig, name):
+            labels[name] = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+            return super().save(fig, name)
+
+    ptxas_section(rows, Watch(tmp_path))
+    assert "ptxas = plan" in labels["plan_vs_ptxas.png"]
