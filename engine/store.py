@@ -227,11 +227,16 @@ class Store:
         sql, params = parse_filter(where, FILTER_FIELDS).sql()
         return " WHERE " + sql, params
 
+    @staticmethod
+    def row_columns() -> list[str]:
+        """The columns :meth:`rows` gives when none are named (an export of no rows still has its header)."""
+        return [c for c in [*COLUMNS, *VIRTUAL] if c not in LARGE]
+
     def rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
         """The rows ``where`` (a sweep filter expression, never SQL; None: all) selects, as dicts of ``columns``
         (None: every column but the large texts :data:`LARGE`, which come only when named), in the order they were
         stored (the rowid's: free, where the key's order costs a sort of every row)."""
-        wanted = [c for c in [*COLUMNS, *VIRTUAL] if c not in LARGE] if columns is None else list(columns)
+        wanted = self.row_columns() if columns is None else list(columns)
         unknown = [c for c in wanted if c not in COLUMNS and c not in VIRTUAL]
         if unknown:
             raise StoreError(f"{self.path}: unknown column {unknown[0]!r} (known: {', '.join([*COLUMNS, *VIRTUAL])})")
@@ -315,8 +320,12 @@ def open_store(path: str | os.PathLike | None = None, readonly: bool = False) ->
     path = Path(path) if path is not None else default_path()
     try:
         if readonly:
+            if path.is_dir():
+                raise StoreError(f"{path}: a folder, not a store file")
             if not path.is_file():
                 raise StoreError(f"{path}: no such sweep store")
+            if path.stat().st_size == 0:
+                raise StoreError(f"{path}: an empty file, not a sweep store (`regtune sweep --store` makes one)")
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
                                  isolation_level=None, check_same_thread=False)
         else:
@@ -328,6 +337,9 @@ def open_store(path: str | os.PathLike | None = None, readonly: bool = False) ->
             db.execute("PRAGMA synchronous=NORMAL")     # WAL: a kill loses nothing committed; power loss the last
             _prepare(db, path)
         version = _version(db)
+        if version == 0:
+            db.close()
+            raise StoreError(f"{path}: an SQLite file that is not a RegTune sweep store (no schema_version)")
         if version != SCHEMA_VERSION:
             db.close()
             raise StoreError(f"{path}: schema version {version}, this RegTune reads {SCHEMA_VERSION} (open it "

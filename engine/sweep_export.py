@@ -47,9 +47,10 @@ KT_FIGURES = {"registers": "registers", "spilled": "spilled", "spill_static": "s
 KT_VERSION = "1.0.0"
 
 
-def columns(rows: list[dict]) -> list[str]:
-    """Every column any row has, in the order they first appear, then the derived figures."""
-    out: dict = {}
+def columns(rows: list[dict], header: list[str] | None = None) -> list[str]:
+    """Every column any row has, in the order they first appear (no rows: ``header``, the store's columns),
+    then the derived figures."""
+    out: dict = dict.fromkeys(header or []) if not rows else {}
     for row in rows:
         out.update(dict.fromkeys(row))
     return [c for c in out if c not in DERIVED] + list(DERIVED)
@@ -60,10 +61,11 @@ def with_derived(row: dict) -> dict:
     return {**row, **{column: figure(name, row) for column, name in DERIVED.items()}}
 
 
-def to_csv(rows: list[dict]) -> str:
-    """The rows as CSV: one header line, one line a row; a column a row lacks (or None) is empty."""
+def to_csv(rows: list[dict], header: list[str] | None = None) -> str:
+    """The rows as CSV: one header line, one line a row; a column a row lacks (or None) is empty; ``header``:
+    the columns of an export of no rows."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns(rows), lineterminator="\n", restval="")
+    writer = csv.DictWriter(out, fieldnames=columns(rows, header), lineterminator="\n", restval="")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: "" if v is None else v for k, v in with_derived(row).items()})
@@ -75,14 +77,14 @@ def to_json(rows: list[dict], where: str | None = None) -> str:
     return json.dumps({"filter": where, "count": len(rows), "rows": [with_derived(r) for r in rows]}, indent=1) + "\n"
 
 
-def write_parquet(rows: list[dict], path) -> Path:
+def write_parquet(rows: list[dict], path, header: list[str] | None = None) -> Path:
     """The rows as a Parquet file (typed columns as pyarrow infers them from the store's values)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise RegtuneError("Parquet export needs pyarrow: pip install 'regtune[parquet]'") from None
-    names = columns(rows)
+    names = columns(rows, header)
     table = pa.Table.from_pylist([with_derived(r) for r in rows], schema=None) if rows else \
         pa.table({n: pa.array([], pa.null()) for n in names})
     path = Path(path)
@@ -101,9 +103,11 @@ def write_parquet(rows: list[dict], path) -> Path:
 def _one(rows: list[dict], column: str) -> str:
     values = sorted({str(r.get(column)) for r in rows})
     if len(values) != 1:
+        pick = next((v for v in values if v != "-"), values[0])     # '-': the analysis rows, no ptxas figure
+        dash = f" ('-': rows with no {column}: the analysis only)" if "-" in values else ""
         raise RegtuneError(f"Kernel Tuner export: the rows cover {len(values)} values of {column} "
-                           f"({', '.join(values[:6])}{', ...' if len(values) > 6 else ''}); a Kernel Tuner cache "
-                           f"holds one; choose one with --filter \"{column} == '{values[0]}'\"")
+                           f"({', '.join(values[:6])}{', ...' if len(values) > 6 else ''}){dash}; a Kernel Tuner "
+                           f"cache holds one; choose one with --filter \"{column} == '{pick}'\"")
     return values[0]
 
 
@@ -168,12 +172,13 @@ def kerneltuner_text(cache: dict) -> str:
     return (text + "".join(lines))[:-1] + "}\n}" if lines else text + "}\n}"
 
 
-def export(rows: list[dict], fmt: str, path, where: str | None = None) -> Path:
-    """Write ``rows`` to ``path`` in format ``fmt`` (one of :data:`FORMATS`); ``where``: the filter that chose them."""
+def export(rows: list[dict], fmt: str, path, where: str | None = None, header: list[str] | None = None) -> Path:
+    """Write ``rows`` to ``path`` in format ``fmt`` (one of :data:`FORMATS`); ``where``: the filter that chose them;
+    ``header``: the columns a table of no rows has (the store's)."""
     if fmt not in FORMATS:
         raise RegtuneError(f"export format {fmt!r}: no such format (the formats: {', '.join(FORMATS)})")
     if fmt == "parquet":
-        return write_parquet(rows, path)
+        return write_parquet(rows, path, header)
     if fmt == "kerneltuner":
         return write_text_atomic(path, kerneltuner_text(kerneltuner_cache(rows)))
-    return write_text_atomic(path, to_csv(rows) if fmt == "csv" else to_json(rows, where))
+    return write_text_atomic(path, to_csv(rows, header) if fmt == "csv" else to_json(rows, where))

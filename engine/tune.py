@@ -66,6 +66,7 @@ from engine.analysis.dependence import (
 )
 from engine.analysis.liveness import analyze, block_liveness
 from engine.base.errors import RegtuneError
+from engine.base.limits import MAX_REGISTERS
 from engine.ir.core import Block, Program, replace_blocks
 from engine.ir.spill import remove_spill_code
 from engine.plan import Plan, registers_used
@@ -744,8 +745,14 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
         for a plan with spill code (tune reorders a program without it) or a target outside 1..budget.
     """
     if plan.spills:
+        if plan.budget < MAX_REGISTERS:
+            hint = "re-allocate it at a larger budget first"
+        elif plan.allocator == "naive":      # a register per value: no budget makes it fit
+            hint = f"its budget is already {MAX_REGISTERS}, the most a thread has: allocate with dsatur first"
+        else:
+            hint = f"its budget is already {MAX_REGISTERS}, the most a thread has: a smaller tile first"
         raise TuneError(f"tune works on a plan without spill code; this {plan.allocator} plan spills "
-                        f"{len(plan.spills)} value(s) (re-allocate it at a larger budget first)")
+                        f"{len(plan.spills)} value(s) ({hint})")
     if not 1 <= target <= plan.budget:
         raise TuneError(f"target {target} registers is outside 1..{plan.budget} (the plan's budget)")
     name = _allocator_of(plan, allocator)

@@ -36,3 +36,14 @@ def test_readme_limits_table_matches_the_code():
     assert _numbers(_row("one NVVM compile")) == [int(Limits.seconds), Limits.memory_mb]
     assert _numbers(_row("one simulator run")) == [SIMULATOR_TIMEOUT_S]
     assert f"0..{limits.MAX_SPILL_SLOT}" in README
+
+
+def test_readme_store_commands_read_the_store_they_name():
+    """Each command of 'Using the command' that reads a store names s.sqlite, and a sweep there makes it: the
+    Kernel Tuner line once read the default store, and no line made s.sqlite, so both failed as written."""
+    block = README.split("## Using the command", 1)[1].split("```", 2)[1]
+    readers = [line for line in block.splitlines()
+               if re.match(r"regtune (report sweep|export sweep|screenshot --view store)", line)]
+    assert len(readers) >= 4
+    assert re.search(r"^regtune sweep .*--store s\.sqlite", block, re.M), "nothing in the block makes s.sqlite"
+    assert all("--store s.sqlite" in line for line in readers), readers

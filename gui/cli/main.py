@@ -639,7 +639,10 @@ def main(argv=None, window=None) -> int:
     try:
         if not argv:
             argv = ["gui"]
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:       # named after the command, not "regtune: error: regtune: ..."
+            where = f"regtune {args.command}" if getattr(args, "command", None) else "regtune"
+            raise RegtuneError(f"{where}: unrecognized arguments: {' '.join(extra)} (see --help)")
         if args.command is None:
             parser.print_help()
             return 0

@@ -41,7 +41,7 @@ def sweep_flags(p) -> None:
     p.add_argument("--allocators", default=None, help="comma list (default: every allocator)")
     p.add_argument("--budgets", default=str(MAX_REGISTERS), help=f"comma list of budgets in 1..{MAX_REGISTERS} "
                                                                 f"(default {MAX_REGISTERS})")
-    p.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma list for --compile/--numba (default {DEFAULT_ARCHS})")
+    p.add_argument("--arch", default=None, help=f"comma list for --compile/--numba (default {DEFAULT_ARCHS})")
     p.add_argument("--compile", action="store_true",
                    help="also ptxas on each plan's own PTX, at the plan cap and with no cap, and SASS MAXLIVE per arch")
     p.add_argument("--numba", action="store_true",
@@ -72,6 +72,11 @@ def _budgets(text: str) -> tuple[int, ...]:
     if not values:
         raise RegtuneError("--budgets: give at least one budget")
     return values
+
+
+def _n(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: '1 config', '0 configs', '16 rows'."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _choices(flag: str, text: str | None, allowed, default) -> tuple:
@@ -131,7 +136,10 @@ def tasks_of(args) -> list:
     w = workload_named(args.workload)
     allocators = _choices("--allocators", args.allocators, sorted(ALLOCATORS), sorted(ALLOCATORS))
     budgets = _budgets(args.budgets)
-    archs = _choices("--arch", args.arch, ARCHS, ())
+    archs = _choices("--arch", args.arch if args.arch is not None else DEFAULT_ARCHS, ARCHS, ())
+    if args.arch is not None and not (args.compile or args.numba):
+        print("regtune: note: no effect without --compile or --numba: --arch (an analysis row has no arch: '-')",
+              file=sys.stderr)
     configs = [w.to_dict(c) for c in w.configs()]
     if query is not None:
         configs = [c for c in configs if query.matches({**c, "workload": w.name})]
@@ -184,7 +192,8 @@ def cmd_sweep(args) -> int:
             client.close()
             raise
     store = open_store(args.store)
-    where = "Dask " + args.scheduler if client else f"{args.jobs or os.cpu_count()} local processes"
+    workers = args.jobs or os.cpu_count()
+    where = "Dask " + args.scheduler if client else f"{workers} local process{'es' * (workers != 1)}"
     summary = SweepSummary(len(tasks), 0, 0, 0.0, str(store.path))
     pool = client.get_executor() if client else local_pool(args.jobs)
     configs = sum(len(t.configs) for t in tasks)
@@ -199,15 +208,16 @@ def cmd_sweep(args) -> int:
             client.close()
         store.close()
         if isinstance(exc, KeyboardInterrupt):
-            print(f"regtune sweep: stopped: {summary.rows_new} rows new kept in {summary.path} "
-                  f"({summary.done} configs finished); run it again to go on", file=sys.stderr, flush=True)
+            print(f"regtune sweep: stopped: {_n(summary.rows_new, 'row')} new kept in {summary.path} "
+                  f"({_n(summary.done, 'config')} finished); run it again to go on", file=sys.stderr, flush=True)
         raise
     if client is None:
         pool.shutdown()
     else:
         client.close()
     store.close()
-    print(f"regtune sweep: {summary.rows_new} rows new, {summary.skipped_configs} configs skipped (stored already), "
-          f"{summary.done} configs computed in {summary.seconds:.1f} s on {where}; store: {summary.path}")
+    print(f"regtune sweep: {_n(summary.rows_new, 'row')} new, {_n(summary.skipped_configs, 'config')} skipped "
+          f"(stored already), {_n(summary.done, 'config')} computed in {summary.seconds:.1f} s on {where}; "
+          f"store: {summary.path}")
     return 0
 

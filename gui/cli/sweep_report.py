@@ -90,6 +90,14 @@ class Plots:
         return name
 
 
+def _count_axis(ax) -> None:
+    """A y axis of config counts: from 0, whole numbers only (never -0.04 or 0.25 configs)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(1.0, ax.get_ylim()[1]))
+
+
 def registers_section(rows: list[dict], plots: Plots) -> list[str]:
     """Planned registers per config, each allocator (budget 255)."""
     at = [r for r in plans(rows) if r.get("budget") == 255 and r.get("registers") is not None]
@@ -104,7 +112,7 @@ def registers_section(rows: list[dict], plots: Plots) -> list[str]:
     for name in sorted(by_alloc):
         xs = [i for i, k in enumerate(order) if k in by_alloc[name]]
         ax.plot(xs, [by_alloc[name][order[i]] for i in xs], ".", markersize=3, label=name)
-    ax.axhline(255, color="grey", lw=0.8, ls="--")
+    ax.axhline(255, color="grey", lw=0.8, ls="--", label="the 255 limit")
     ax.set(xlabel="config (sorted by the fewest registers any allocator gave it)", ylabel="planned registers",
            title=f"Planned registers per config, budget 255 ({len(order):,} configs)")
     ax.legend(fontsize=8)
@@ -130,11 +138,15 @@ def ratio_section(rows: list[dict], plots: Plots) -> list[str]:
     demand = [r["naive_demand"] / r["best_registers"] for r in at if r.get("naive_demand") is not None]
     lo, hi = NOTE_RATIO
     fig, ax = plots.figure()
-    ax.hist(capped, bins=40, alpha=0.7, label="naive registers (capped at 255) / best")
-    if demand:
+    same = sorted(demand) == sorted(capped)     # naive never reached 255: two identical bars, one olive blend
+    ax.hist(capped, bins=40, alpha=0.7, label="naive registers / best (capped and uncapped: the same here)"
+            if same else "naive registers (capped at 255) / best")
+    if demand and not same:
         ax.hist(demand, bins=40, alpha=0.5, label="naive demand (uncapped) / best")
     ax.axvspan(lo, hi, color="green", alpha=0.12, label=f"the design note's {lo}x-{hi}x")
     ax.set(xlabel="ratio", ylabel="configs", title=f"Naive / best registers over {len(at):,} configs")
+    _count_axis(ax)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.35)     # room above the tallest bar for the legend
     ax.legend(fontsize=8)
     name = plots.save(fig, "naive_best_ratio.png")
     lines = head + [(f"Over {len(at):,} configs at budget 255 (best: fewest registers of the allocators other than naive, "
@@ -177,7 +189,7 @@ def ptxas_section(rows: list[dict], plots: Plots) -> list[str]:
             ax.scatter([r["registers"] for r in mine], [r["ptxas_registers"] for r in mine], s=6, alpha=0.6,
                        marker="o" if arch == min(r["arch"] for r in free) else "x", label=f"{alloc} ({arch})")
         top = max(max(r["registers"], r["ptxas_registers"]) for r in free)
-        ax.plot([0, top], [0, top], color="grey", lw=0.8)
+        ax.plot([0, top], [0, top], color="grey", lw=0.8, label="ptxas = plan")
         ax.fill_between([0, top], [-WITHIN, top - WITHIN], [WITHIN, top + WITHIN], color="green", alpha=0.12,
                         label=f"within \u00b1{WITHIN}")
         ax.set(xlabel="planned registers", ylabel="ptxas registers (no cap)",
@@ -266,6 +278,9 @@ def limit_section(rows: list[dict], plots: Plots) -> list[str]:
         ax.bar([j + i * width for j in range(len(schedules))], [counts[s][i] for s in schedules], width, label=a)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(schedules))], schedules)
     ax.set(ylabel="configs that spill at 255", title="Configs spilling at the 255 limit")
+    _count_axis(ax)
+    if not any(any(c) for c in counts.values()):
+        ax.text(0.5, 0.5, "no config spills at 255", transform=ax.transAxes, ha="center", va="center")
     ax.legend(fontsize=8)
     lines += ["", f"![spills at 255]({plots.save(fig, 'spills_at_255.png')})", ""]
     for s in schedules:
@@ -302,11 +317,13 @@ def cmd_report_sweep(args) -> int:
     from engine.store import open_store
 
     folder = Path(args.out or "sweep-report")
-    folder.mkdir(parents=True, exist_ok=True)
-    check_writable(folder / "report.md", "--out")
-    with open_store(args.store, readonly=True) as store:
+    if folder.exists() and not folder.is_dir():
+        raise RegtuneError(f"--out '{folder}': a file, not a folder (the report is report.md and its PNGs)")
+    with open_store(args.store, readonly=True) as store:      # a bad store or filter: nothing made yet
         rows = store.rows(args.filter)
         where = store.path
+    folder.mkdir(parents=True, exist_ok=True)
+    check_writable(folder / "report.md", "--out")
     text = sweep_report(rows, folder, str(where), args.filter)
     write_text_atomic(folder / "report.md", text)
     print(f"sweep report of {len(rows):,} rows -> {folder / 'report.md'} (and its plots in {folder})")
@@ -320,7 +337,7 @@ def cmd_export_sweep(args) -> int:
     check_writable(args.out, "--out")
     with open_store(args.store, readonly=True) as store:
         rows = store.rows(args.filter)
-    export(rows, args.format, args.out, args.filter)
+    export(rows, args.format, args.out, args.filter, header=store.row_columns())
     print(f"{len(rows):,} rows{f' ({args.filter})' if args.filter else ''} -> {args.out} ({args.format})")
     return 0
 

@@ -89,6 +89,8 @@ class QtComparePanel(QWidget):
         self.model_note.setWordWrap(True)
         self.table.setWordWrap(True)       # long cells wrap: every plan's column fits the tab's width
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        # rows follow the columns' width: fitted once, a narrower window elided "free 87 registers (to ..."
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.caption)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -81,6 +82,9 @@ class QtSweepView(QWidget):
         self.workload = QComboBox()
         self.workload.addItems(list(AXES))
         self.figure = QComboBox()
+        # the longest figure's name would set the tab's minimum width; the box shows 22 characters, the list all
+        self.figure.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.figure.setMinimumContentsLength(22)
         for name in VIEW_FIGURES:
             self.figure.addItem(FIGURES[name].label, name)
         self.filter = QLineEdit()
@@ -106,7 +110,7 @@ class QtSweepView(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.worst = QTabWidget()
-        self.worst.setUsesScrollButtons(False)
+        self.worst.setUsesScrollButtons(True)     # all three tabs' titles would otherwise set a minimum width
         self.worst_tables: dict[str, QTableWidget] = {}
         self.worst_shown: dict[str, list[dict]] = {}
         self._layout()
@@ -123,17 +127,32 @@ class QtSweepView(QWidget):
         top.addWidget(self.workload)
         top.addWidget(QLabel("colour by"))
         top.addWidget(self.figure)
-        top.addWidget(self.filter, 1)
+        top.addStretch(1)
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
-        lv.addLayout(self.slices)
+        # the slice boxes (seven for gemm, more for mha) in one row that scrolls sideways when the window is
+        # narrow, rather than setting the whole window's minimum width (1220 px for gemm: wider than 1280x800
+        # less the docks)
+        inner = QWidget()
+        inner.setLayout(self.slices)
+        self.slices.setContentsMargins(0, 0, 0, 0)
+        self.slice_area = QScrollArea()
+        self.slice_area.setWidget(inner)
+        self.slice_area.setWidgetResizable(True)
+        self.slice_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.slice_area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.slice_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self._fit_slice_area()
+        lv.addWidget(self.slice_area)
         lv.addWidget(self.plot, 1)
         lv.addWidget(self.hover)
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("Worst configs (of the filtered rows; double-click: open)"))
+        worst_title = QLabel("Worst configs (of the filtered rows; double-click: open)")
+        worst_title.setWordWrap(True)       # else its one line is the side's minimum width, and the map's loss
+        rv.addWidget(worst_title)
         rv.addWidget(self.worst, 1)
         for title in worst_rows([]):
             table = QTableWidget(0, len(WORST_COLUMNS))
@@ -156,6 +175,7 @@ class QtSweepView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.store_label)
         layout.addLayout(top)
+        layout.addWidget(self.filter)       # its own row: beside the boxes a 1280x800 window left it 'filt...'
         layout.addWidget(self.filter_error)
         layout.addWidget(self.caption)
         layout.addWidget(split, 1)
@@ -223,7 +243,13 @@ class QtSweepView(QWidget):
             self.slices.addWidget(box)
             self.slice_boxes[field] = box
         self.slices.addStretch(1)
+        self._fit_slice_area()
         self.redraw()
+
+    def _fit_slice_area(self) -> None:
+        """The slice row's height: one row of boxes and room for the sideways scroll bar."""
+        row = max(self.slice_area.widget().sizeHint().height(), QComboBox().sizeHint().height())
+        self.slice_area.setFixedHeight(row + self.slice_area.horizontalScrollBar().sizeHint().height())
 
     def fixed(self) -> dict:
         """The slice the boxes choose: field -> value."""
@@ -238,7 +264,21 @@ class QtSweepView(QWidget):
         t = time.perf_counter()
         g, name = self.grid, self.figure_name()
         self.cells = cells = g.grid(name, self.fixed())
+        if not cells.xs or not cells.ys:       # no row of this workload (a filter that keeps none): no image
+            self.image.clear()
+            self.colorbar.hide()               # no scale and no ticks: nothing here has a value
+            item = self.plot.getPlotItem()
+            for side in ("bottom", "left"):
+                item.getAxis(side).setTicks([[]])
+                item.setLabel(side, "")
+            item.setTitle(f"{FIGURES[name].label}: no {g.workload} rows")
+            self.caption.setText(f"no {g.workload} rows"
+                                 + (f" selected by {self.where!r}" if self.where else " in the store")
+                                 + ": nothing to draw")
+            self.redraw_seconds = time.perf_counter() - t
+            return
         lo, hi = range_of(cells.values)
+        self.colorbar.show()
         self.image.setImage(cells.values, levels=(lo, hi), autoLevels=False)
         self.image.setRect(QRectF(-0.5, -0.5, max(len(cells.xs), 1), max(len(cells.ys), 1)))
         self.colorbar.setLevels((lo, hi))
@@ -265,6 +305,8 @@ class QtSweepView(QWidget):
             name = WORST[title]
             table.setRowCount(len(rows))
             self.worst_shown[title] = rows
+            # an empty table says so on its tab, rather than looking like rows not loaded yet
+            self.worst.setTabText(list(self.worst_tables).index(title), title if rows else f"{title}: none")
             for i, r in enumerate(rows):
                 for j, col in enumerate(WORST_COLUMNS):
                     value = {"figure": figure(name, r), "arch, cap": _where(r)}.get(col, r.get(col))

@@ -71,6 +71,14 @@ def test_readonly_and_bad_files_are_one_line_errors(tmp_path):
     sqlite3.connect(other).execute("CREATE TABLE t (x)")
     with pytest.raises(StoreError, match="not a RegTune sweep store"):
         open_store(other)
+    with pytest.raises(StoreError, match="not a RegTune sweep store"):     # read: never "migrate it" advice
+        open_store(other, readonly=True)
+    with pytest.raises(StoreError, match="a folder, not a store file"):
+        open_store(tmp_path, readonly=True)
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    with pytest.raises(StoreError, match="an empty file, not a sweep store"):
+        open_store(empty, readonly=True)
     with open_store(tmp_path / "s.sqlite") as s:
         s.put([_row(2)])
     with open_store(tmp_path / "s.sqlite", readonly=True) as s:

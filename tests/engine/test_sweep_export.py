@@ -68,7 +68,9 @@ def test_kerneltuner_cache_loads_with_kernel_tuners_reader(rows, tmp_path):
 
 def test_kerneltuner_refuses_two_archs_before_writing(rows, tmp_path):
     mixed = rows[:2] + [{**rows[2], "arch": "sm_90"}]
-    with pytest.raises(RegtuneError, match=r"the rows cover 2 values of arch \(-, sm_90\).*--filter"):
+    # the suggestion is the compiled rows' arch, not the analysis rows' '-'
+    with pytest.raises(RegtuneError, match=r"the rows cover 2 values of arch \(-, sm_90\) \('-': rows with no "
+                       r"arch: the analysis only\).*--filter \"arch == 'sm_90'\""):
         export(mixed, "kerneltuner", tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
 

@@ -133,5 +133,15 @@ def test_refusals():
     with pytest.raises(TuneError, match="outside 1..255"):
         tune(plan, 300)
     spilled = predicted_plan(allocate("dsatur", plan.program, budget=4))
-    with pytest.raises(TuneError, match="without spill code"):
+    with pytest.raises(TuneError, match="without spill code.*at a larger budget first"):
         tune(spilled, 4)
+
+
+def test_a_naive_plan_spilling_at_255_is_told_to_change_allocator_not_budget():
+    """'re-allocate it at a larger budget first' was the advice for a plan already at budget 255."""
+    program, _, _ = build_workload({"kind": "gemm", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
+                                   BuildOptions(schedule="k-outer"))
+    naive = predicted_plan(allocate("naive", program, budget=255))
+    assert naive.spills
+    with pytest.raises(TuneError, match="already 255, the most a thread has: allocate with dsatur first"):
+        tune(naive, 80)

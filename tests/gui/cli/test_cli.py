@@ -250,3 +250,11 @@ def test_claims_report_is_computed_and_written(tmp_path):
     assert "Over 23 GEMM configs (every 151th)" in text
     assert "| baseline | 128 |" in text and "| head-shared | — |" in text
     assert "12 accumulators per thread is 2 query heads per thread" in text
+
+
+def test_a_mistyped_flag_names_the_command_once(capsys):
+    from gui.cli.main import main as run_main
+
+    assert run_main(["sweep", "gemm", "--fliter", "m == 2"]) == 2
+    err = capsys.readouterr().err
+    assert err == "regtune: error: regtune sweep: unrecognized arguments: --fliter m == 2 (see --help)\n"

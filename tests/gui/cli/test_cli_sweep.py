@@ -42,6 +42,7 @@ def test_a_sweep_stores_every_allocator_and_a_rerun_skips_it(capsys, tmp_path):
     assert main(["sweep", "gemm", "--filter", SMALL, "--jobs", "1", "--store", str(store)]) == 0
     out = capsys.readouterr().out
     assert "16 rows new, 0 configs skipped" in out and str(store) in out
+    assert "on 1 local process;" in out and "4 configs computed" in out
     with open_store(store, readonly=True) as s:
         rows = s.rows(None, ["config", "allocator", "registers", "best_registers", "naive_registers", "error",
                              "arch", "plan_json", "measured_why"])
@@ -177,3 +178,12 @@ def test_kill_9_and_resume_give_the_uninterrupted_database(tmp_path):
     assert len(got) == len(want) == 28 * 2
     for a, b in zip(got, want):
         assert {k: (a[k], b[k]) for k in a if a[k] != b[k]} == {}, (a["config"], a["allocator"])
+
+
+def test_arch_without_compile_is_noted_and_one_config_is_singular(capsys, tmp_path):
+    store = tmp_path / "s.sqlite"
+    assert main(["sweep", "gemm", "--filter", "m == 2 and n == 2 and k == 2", "--arch", "sm_90", "--jobs", "1",
+                 "--allocators", "naive", "--store", str(store)]) == 0
+    captured = capsys.readouterr()
+    assert "regtune: note: no effect without --compile or --numba: --arch" in captured.err
+    assert "1 row new, 0 configs skipped (stored already), 1 config computed" in captured.out

@@ -96,3 +96,46 @@ def test_the_worst_table_lists_the_most_spills_and_opens_a_row(window, qtbot, tm
         table.cellDoubleClicked.emit(0, 0)
     assert opened.args[0] is shown[0]
     assert v.grab().save(str(tmp_path / "sweep.png"))
+
+
+def test_the_store_tab_fits_a_1280x800_window(qtbot, tmp_path):
+    """A compiled store's slice row (k, schedule, allocator, budget, arch, cap, toolchain) and the three worst
+    tabs once set the tab's minimum width to 1220 px: a 1280x800 window grew to 1795 px wide."""
+    path = tmp_path / "compiled.sqlite"
+    rows = gemm_rows([(m, n, 4) for m in (2, 3) for n in (2, 3)])
+    with open_store(path) as s:
+        s.put([{**r, "arch": arch, "cap": cap, "toolchain": "release 13.5, V13.5.37"}
+               for r in rows for arch in ("sm_80", "sm_90") for cap in ("none", "plan")])
+    w = open_window(qtbot, 2, 2, 2, {})
+    w.resize(1280, 800)
+    w.tabs.setCurrentWidget(w.sweep_view)
+    w.open_store(path)
+    w.show()
+    QApplication.processEvents()
+    assert len(w.sweep_view.slice_boxes) >= 6
+    assert w.sweep_view.minimumSizeHint().width() < 700
+    assert w.width() == 1280
+    placeholder = w.sweep_view.filter.placeholderText()
+    assert w.sweep_view.filter.width() >= w.sweep_view.filter.fontMetrics().horizontalAdvance(placeholder)
+
+
+def test_an_empty_worst_table_says_none_on_its_tab(window):
+    v = window.sweep_view
+    texts = [v.worst.tabText(i) for i in range(v.worst.count())]
+    assert texts[0] == "planned spills"              # naive spills at gemm 16x16x16
+    assert "ptxas spills: none" in texts             # no row of this store was compiled
+
+
+def test_a_filter_that_keeps_no_row_says_so_and_draws_nothing(window):
+    """It raised ZeroDivisionError in pyqtgraph (an empty image's rect); the screenshot command died with a
+    traceback, the window with an exception in the slot."""
+    v = window.sweep_view
+    v.filter.setText("m == 99")
+    v.apply_filter()
+    assert v.filter_error.isHidden()
+    assert v.store_label.text().endswith("0 rows of 76 selected by 'm == 99'")
+    assert v.caption.text() == "no gemm rows selected by 'm == 99': nothing to draw"
+    assert not v.colorbar.isVisible()     # no invented 0..1 scale
+    v.filter.setText("")
+    v.apply_filter()                      # and back: every row drawn again
+    assert "rows in this slice" in v.caption.text() and v.colorbar.isVisible()

@@ -64,3 +64,20 @@ def test_a_tune_of_a_plan_changed_meanwhile_applies_nothing(window):
     depth = window.stack.count()
     window._tuned(plan, name, (32, 64), result)
     assert window.stack.count() == depth and "changed while" in window.doc.rejection
+
+
+def test_compare_rows_refit_when_the_window_narrows(qtbot):
+    """The next-step row's text wraps to the column's width at every window size: fitted once at 1500 px, a
+    1280x800 window elided it to 'free 87 registers (to ...', losing the warps it reaches."""
+    from PySide6.QtWidgets import QApplication
+
+    from tests.gui.qt.windows import open_window
+
+    w = open_window(qtbot, 8, 8, 8, {"schedule": "k-outer"})
+    w.tabs.setCurrentWidget(w.compare)
+    QApplication.processEvents()
+    w.resize(1280, 800)
+    QApplication.processEvents()
+    table = w.compare.table
+    row = next(i for i in range(table.rowCount()) if table.verticalHeaderItem(i).text() == "next occupancy step")
+    assert table.rowHeight(row) >= table.sizeHintForRow(row) > 0
