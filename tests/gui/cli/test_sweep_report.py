@@ -3,6 +3,7 @@ cannot fill says why; the plots are real PNG files."""
 
 import pytest
 
+from engine.alloc import ALLOCATORS
 from gui.cli.sweep_report import sweep_report
 from tests.sweep_fixture import gemm_rows
 
@@ -14,7 +15,9 @@ def rows():
 
 def test_report_counts_its_rows_and_draws_its_plots(rows, tmp_path):
     text = sweep_report(rows, tmp_path, "s.sqlite", "workload == 'gemm'")
-    assert "Store `s.sqlite`, filter `workload == 'gemm'`: 32 rows, 4 configs (gemm)" in text
+    want = sum(1 for r in rows if r["workload"] == "gemm")        # 4 configs x 2 budgets x every allocator
+    assert want == 4 * 2 * len(ALLOCATORS)
+    assert f"Store `s.sqlite`, filter `workload == 'gemm'`: {want} rows, 4 configs (gemm)" in text
     for png in ("registers_per_config", "naive_best_ratio", "spill_cliffs", "spills_at_255"):
         assert f"({png}.png)" in text
         assert (tmp_path / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
