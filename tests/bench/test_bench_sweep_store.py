@@ -2,6 +2,7 @@
 
 import pytest
 
+from engine.alloc import ALLOCATORS
 from tests.bench.bench_sweep_store import main
 
 
@@ -12,7 +13,7 @@ def test_the_sweep_store_benchmark_runs_on_a_tiny_sample(capsys):
     text = capsys.readouterr().out
     with capsys.disabled():
         print("\n" + text)
-    assert out["analysis-1"]["rows"] == 5 * 4                       # 5 configs, four allocators each
+    assert out["analysis-1"]["rows"] == 5 * len(ALLOCATORS)         # 5 configs, every allocator each
     assert out["compile"]["configs"] == 1 and out["query"]["rows"] == 500
     assert "1 configs skipped" in text                              # the second compile sweep found every row
     assert text.count("sum(range(10**7)) at") == 3
