@@ -321,7 +321,7 @@ def cmd_report(args) -> int:
     args.out = args.out or "claims-report.md"
     check_writable(args.out, "--out")
     with CommandProgress("report claims") as progress:
-        text = claims_report(args.sample, args.workers, progress.stage("GEMM configs, four allocators each", 0),
+        text = claims_report(args.sample, args.workers, progress.stage("GEMM configs, every allocator each", 0),
                              args.ilp_sample, progress.stage("ILP model over GEMM configs", 0))
     write_text_atomic(args.out, text)
     print(text)
