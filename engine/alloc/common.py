@@ -20,8 +20,8 @@ from engine.analysis.liveness import Analysis
 from engine.analysis.respill import analyze_spilled
 from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_SPILL_SLOT
-from engine.ir.cfg import loop_trips
-from engine.ir.core import Program, successors
+from engine.ir.cfg import block_frequencies
+from engine.ir.core import Program
 from engine.ir.spill import SpillCode, first_free_slot, renumber_slots, spill_insertion
 from engine.plan import Plan
 
@@ -168,10 +168,9 @@ UNKNOWN_TRIPS = 10
 
 
 def block_frequency(program: Program) -> np.ndarray:
-    """How often each block runs, estimated: the product of the trip counts of the natural loops around it.
-
-    A counted loop's trips come from its ``setp.lt %it, N`` back edge (:func:`engine.ir.cfg.loop_trips`);
-    a loop whose count cannot be read counts :data:`UNKNOWN_TRIPS`.
+    """How often each block runs, estimated: :func:`engine.ir.cfg.block_frequencies` (the product of the trip
+    counts of the loops around it; a loop whose count cannot be read counts :data:`UNKNOWN_TRIPS`), as an
+    array; all ones for a program whose loops have no structure to read.
 
     Examples
     --------
@@ -181,38 +180,10 @@ def block_frequency(program: Program) -> np.ndarray:
     >>> block_frequency(p).tolist()
     [1.0, 6.0, 1.0]
     """
-    import networkx as nx
-
-    freq = np.ones(len(program.blocks))
-    if not program.blocks:
-        return freq
     try:
-        trips = loop_trips(program)
-    except RegtuneError:  # a trip count the reader refuses: every loop counts as unknown
-        trips = {}
-    succ = successors(program)
-    cfg = nx.DiGraph()
-    cfg.add_nodes_from(range(len(program.blocks)))
-    cfg.add_edges_from((b, s) for b, ss in enumerate(succ) for s in ss)
-    idom = nx.immediate_dominators(cfg, 0)
-    for tail, head in cfg.edges:
-        if _dominates(idom, head, tail):
-            body = {head, tail}
-            if tail != head:
-                body |= nx.ancestors(cfg.subgraph(n for n in cfg if n != head), tail)
-            n = trips.get(program.blocks[tail].name, UNKNOWN_TRIPS) if tail == head else UNKNOWN_TRIPS
-            freq[list(body)] *= max(n, 1)
-    return freq
-
-
-def _dominates(idom: dict, a: int, b: int) -> bool:
-    while True:
-        if a == b:
-            return True
-        up = idom.get(b)
-        if up is None or up == b:
-            return False
-        b = up
+        return np.asarray(block_frequencies(program, UNKNOWN_TRIPS), dtype=float)
+    except RegtuneError:            # no loop structure to read: every block once
+        return np.ones(len(program.blocks))
 
 
 def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None) -> np.ndarray:
