@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -765,17 +765,18 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
     bound = max(_block_bound(s) for s in schedules)
     for _ in range(4):
         tuned, phases = _search(program, aim, deadline, schedules)
-        result = _finish(plan, program, tuned, name, target, before, phases)
+        result = _finish(plan, program, tuned, name, target, before, bound, phases)
         if best is None or (result.registers_after, result.moves) < (best.registers_after, best.moves):
             best = result
         if result.reached or result.maxlive_after > aim or time.monotonic() > deadline:
             break
         aim -= result.registers_after - target
-    return best._replace_seconds(time.monotonic() - started, bound)
+    return replace(best, seconds=time.monotonic() - started)
 
 
-def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int,
-            phases: tuple) -> _Partial:
+def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int, bound: int,
+            phases: tuple) -> TuneResult:
+    """The result of one search (its ``seconds`` set by the caller, who times the searches together)."""
     problem = reordering_problem(tuned, program, "the plan's")
     if problem:                                   # a bug in the search, never the user's: say it plainly
         raise AssertionError(f"tune broke a dependence: {problem}")
@@ -786,33 +787,8 @@ def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int
     allocation = allocate(name, tuned, plan.budget, after)
     new = allocation.plan(workload=plan.workload, options=plan.options).with_(allocator="hand")
     new = new.with_(predicted=predict(new, allocation.analysis, allocation.spill_code, allocation.original_analysis))
-    return _Partial(new, (*edits, Reallocate(name)), target, before, after.maxlive,
-                    registers_used(plan.assignment), registers_used(new.assignment), name, phases)
-
-
-@dataclass(frozen=True)
-class _Partial:
-    plan: Plan
-    edits: tuple
-    target: int
-    maxlive_before: int
-    maxlive_after: int
-    registers_before: int
-    registers_after: int
-    allocator: str
-    phases: tuple
-
-    @property
-    def moves(self) -> int:
-        return sum(isinstance(e, Move) for e in self.edits)
-
-    @property
-    def reached(self) -> bool:
-        return self.registers_after <= self.target
-
-    def _replace_seconds(self, seconds: float, bound: int) -> TuneResult:
-        return TuneResult(self.plan, self.edits, self.target, self.maxlive_before, self.maxlive_after, bound,
-                          self.registers_before, self.registers_after, self.allocator, seconds, self.phases)
+    return TuneResult(new, (*edits, Reallocate(name)), target, before, after.maxlive, bound,
+                      registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases)
 
 
 def apply_edits(plan: Plan, edits) -> Plan:
