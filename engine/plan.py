@@ -47,6 +47,9 @@ class Figures:
     moves : register-to-register ``mov`` instructions whose two registers differ
     bank_conflicts : register-bank conflicts under the plan's architecture
     bank_model : that architecture and its bank model, e.g. ``"sm_80: two-banks-two-reads"``
+    rematerialised_values, remat_instructions : values computed again at their reads instead of spilled
+        (:func:`engine.ir.spill.remat_definitions`), and the instructions that compute them (static count);
+        in a file only where not 0
     spill_stores_executed, spill_loads_executed : spill instructions run on the execution check's deepest
         input (:func:`engine.predict.execution_figures`); None where no run was asked for, or where the run
         could not finish, which ``executed_note`` then says
@@ -63,6 +66,8 @@ class Figures:
     moves: int
     bank_conflicts: int
     bank_model: str
+    rematerialised_values: int = 0
+    remat_instructions: int = 0
     spill_stores_executed: int | None = None
     spill_loads_executed: int | None = None
     executed_note: str | None = None
@@ -74,7 +79,8 @@ class Figures:
 
     def to_dict(self) -> dict:
         """The figures as a plan file holds them: the static ones, then the executed ones when asked for."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _EXECUTED}
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in _EXECUTED and not (f.name in _REMAT and not getattr(self, f.name))}
         if self.executed:
             out["spill_stores_executed"] = self.spill_stores_executed
             out["spill_loads_executed"] = self.spill_loads_executed
@@ -90,7 +96,7 @@ class Figures:
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
             raise PlanError(f"{where}: unknown figure {excerpt(unknown[0])}")
-        missing = [k for k in known if k not in _EXECUTED and k not in data]
+        missing = [k for k in known if k not in _EXECUTED and k not in _REMAT and k not in data]
         if missing:
             raise PlanError(f"{where}: missing figure {missing[0]!r} (empty 'predicted' to leave the figures out)")
         for key, value in data.items():
@@ -105,6 +111,7 @@ class Figures:
 
 
 _EXECUTED = ("spill_stores_executed", "spill_loads_executed", "executed_note")
+_REMAT = ("rematerialised_values", "remat_instructions")  # optional: plan files written before them hold neither
 
 
 def _check_figure(key: str, value, where: str) -> None:

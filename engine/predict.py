@@ -33,7 +33,7 @@ from engine.analysis.liveness import Analysis, analyze
 from engine.base.errors import InterpreterError
 from engine.check.verify import ReferenceRuns, deepest_trace
 from engine.ir.core import Program
-from engine.ir.spill import SpillCode, remove_spill_code, spill_code_of
+from engine.ir.spill import SpillCode, has_spill_code, remove_spill_code, spill_code_of
 from engine.model.arch import DEFAULT_ARCH, bank_conflicts, load_arch
 from engine.plan import Figures, Plan, registers_used
 from engine.workloads import input_model
@@ -62,6 +62,8 @@ def predict(plan: Plan, analysis: Analysis | None = None, spill_code: SpillCode 
         spill_stores=len(code.stores),
         spill_loads=len(code.loads),
         local_bytes=_local_bytes(plan),
+        rematerialised_values=len(code.rematerialised),
+        remat_instructions=len(code.remats),
         moves=moves(plan.program, plan.assignment),
         **_banks(plan, analysis),
     )
@@ -91,7 +93,7 @@ def program_maxlive(plan: Plan, analysis: Analysis | None = None, original: Anal
     >>> program_maxlive(a.plan()), analyze(a.plan().program).maxlive
     (3, 2)
     """
-    if not plan.spills:
+    if not has_spill_code(plan.program, plan.spills):
         return (analysis or analyze(plan.program)).maxlive
     return (original if original is not None else analyze(remove_spill_code(plan.program, plan.spills))).maxlive
 

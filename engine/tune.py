@@ -68,7 +68,7 @@ from engine.analysis.liveness import analyze, block_liveness
 from engine.base.errors import RegtuneError
 from engine.base.limits import MAX_REGISTERS
 from engine.ir.core import Block, Program, replace_blocks
-from engine.ir.spill import remove_spill_code
+from engine.ir.spill import has_spill_code, remove_spill_code
 from engine.plan import Plan, registers_used
 from engine.predict import predict
 
@@ -744,6 +744,9 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
     TuneError
         for a plan with spill code (tune reorders a program without it) or a target outside 1..budget.
     """
+    if has_spill_code(plan.program, plan.spills) and not plan.spills:
+        raise TuneError(f"tune works on a plan without spill code; this {plan.allocator} plan rematerialises "
+                        f"values (re-allocate it at a larger budget first)")
     if plan.spills:
         if plan.budget < MAX_REGISTERS:
             hint = "re-allocate it at a larger budget first"

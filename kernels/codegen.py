@@ -88,7 +88,7 @@ from engine.ir.cfg import (
 )
 from engine.ir.core import Imm, Instruction, Program, Use
 from engine.ir.rules import KERNEL_NAMES, shape_of, usable_symbol
-from engine.ir.spill import remove_spill_code, spill_slot
+from engine.ir.spill import has_spill_code, remove_spill_code, spill_slot
 from engine.plan import Plan, registers_used
 from kernels.facts import PlanFacts
 from kernels.harness import HARNESSES, Harness, bound_names, harness_for
@@ -545,8 +545,8 @@ class _Writer:
         if not (_usable(symbol) and usable_symbol(symbol)):    # the parser refuses both (engine.ir.rules)
             raise KernelError(f"{where}: parameter name {excerpt(symbol)} is not usable in Python (ASCII letters, "
                               "digits and _, not a keyword, builtin or a name of the kernel module)")
-        if symbol in self.params:
-            raise KernelError(f"{where}: parameter {symbol} is declared twice")
+        if symbol in self.params:  # read again (a rematerialised value): the kernel argument, as the first read
+            return "uint64(0)" if ins.defs[0].type == "u64" else symbol
         self.params.append(symbol)
         if ins.defs[0].type == "u64":
             self.array_params.append(symbol)
@@ -807,7 +807,7 @@ def entry_name(plan: Plan) -> str:
 def without_spill_code(plan: Plan) -> Plan:
     """The plan with the program without its spill code (:func:`engine.ir.spill.remove_spill_code`) and no
     spills: the kernel a plan's kernel is compared with (compiler spills)."""
-    if not plan.spills:
+    if not has_spill_code(plan.program, plan.spills):
         return plan
     return plan.with_(program=remove_spill_code(plan.program, plan.spills), spills={})
 

@@ -36,7 +36,7 @@ from functools import cached_property
 from engine.analysis.liveness import Analysis, analyze
 from engine.ir.cfg import loop_trips
 from engine.ir.core import Program
-from engine.ir.spill import SpillCode, remove_spill_code, spill_code_of
+from engine.ir.spill import SpillCode, has_spill_code, remove_spill_code, spill_code_of
 from engine.model.arch import DEFAULT_ARCH
 from engine.plan import Plan
 
@@ -83,7 +83,7 @@ class PlanFacts:
     @cached_property
     def original(self) -> Program:
         """The program without the plan's spill code (the program itself when the plan spills nothing)."""
-        if not self.plan.spills:
+        if not has_spill_code(self.plan.program, self.plan.spills):
             return self.plan.program
         return remove_spill_code(self.plan.program, self.plan.spills)
 
@@ -103,7 +103,7 @@ class PlanFacts:
     @cached_property
     def plain(self) -> Plan:
         """The plan with the program without its spill code and no spills (:func:`kernels.codegen.without_spill_code`)."""
-        if not self.plan.spills:
+        if self.original is self.plan.program:
             return self.plan
         return self.plan.with_(program=self.original, spills={})
 

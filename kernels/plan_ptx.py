@@ -346,6 +346,7 @@ class _Emitter:
         self.body: list[tuple[str, int | None]] = []
         self.params: list[str] = []          # the .param declarations, in order
         self.symbols: list[str] = []         # the IR parameters, in order
+        self.param_at: dict[str, tuple[int, str]] = {}  # each IR parameter -> (its first .param's number, its type)
         self.frame = SpillFrame.of(program)
         self.stores = self.loads = 0
         self.current: tuple[int, Instruction] | None = None
@@ -426,13 +427,17 @@ class _Emitter:
     def param(self, ins: Instruction, out: _Lines) -> None:
         """``ld.param`` of the kernel argument (an array's data pointer, made a global address)."""
         symbol, d = ins.operands[0].text, ins.defs[0]
-        if symbol in self.symbols:
-            raise PlanPtxError(f"{self.where}: parameter {excerpt(symbol)} is declared twice")
         if d.type not in PARAM_TYPES:
             raise PlanPtxError(f"{self.where}: a kernel parameter cannot be {d.type}")
-        self.symbols.append(symbol)
-        first = len(self.params)
-        self.params += [f".param .{t} {self.entry}_param_{first + k}" for k, t in enumerate(PARAM_TYPES[d.type])]
+        if symbol in self.param_at:  # read again (a rematerialised value): the same .param, loaded again
+            first, type_ = self.param_at[symbol]
+            if type_ != d.type:
+                raise PlanPtxError(f"{self.where}: parameter {excerpt(symbol)} is read as {d.type} here but as {type_} before")
+        else:
+            self.symbols.append(symbol)
+            first = len(self.params)
+            self.param_at[symbol] = (first, d.type)
+            self.params += [f".param .{t} {self.entry}_param_{first + k}" for k, t in enumerate(PARAM_TYPES[d.type])]
         target = register(d.name)
         if d.type == "u64":
             out.add(f"ld.param.u64 {target}, [{self.entry}_param_{first + ARRAY_DATA}]")

@@ -65,19 +65,24 @@ def check_allocator(name: str) -> None:
 
 
 def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis: Analysis | None = None,
-             **options) -> Allocation:
+             remat: bool = True, **options) -> Allocation:
     """Run the allocator ``name`` on ``program`` under a register ``budget``.
 
     ``analysis``, the caller's analysis of ``program``, saves computing it again; ``options`` go to an
     expensive allocator (``optimal``: ``time_limit``, ``solver``, ``workers``), and a fast one takes none.
+    ``remat``: a fast allocator rematerialises the values it would spill that are cheaper to compute again
+    (:func:`engine.alloc.common.run_with_spilling`); without it every such value is spilled, the model
+    ``optimal`` solves (spill everywhere, no rematerialisation), so the two compare like for like.
     """
     check_allocator(name)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
         raise AllocationError(f"register budget must be a positive integer, got {budget!r}")
     if options and name not in EXPENSIVE:
         raise AllocationError(f"allocator {name!r} takes no options, got {', '.join(sorted(options))}")
-    func = ALLOCATORS.get(name) or EXPENSIVE[name]
-    return func(program, analysis if analysis is not None else analyze(program), budget, **options)
+    analysis = analysis if analysis is not None else analyze(program)
+    if name in EXPENSIVE:
+        return EXPENSIVE[name](program, analysis, budget, **options)
+    return ALLOCATORS[name](program, analysis, budget, remat=remat)
 
 
 from engine.alloc import chaitin_briggs, dsatur, linear_scan, linear_scan_hull, naive, optimal  # noqa: F401  (registration)

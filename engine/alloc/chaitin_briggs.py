@@ -77,12 +77,12 @@ def _squeeze_reference(g, w, budget):
     return (key.astype(np.int32) if len(w) < 1 << 28 else key), decrement
 
 
-def _simplify(analysis, budget, unspillable, frequency=None) -> list[int]:
+def _simplify(analysis, budget, unspillable, frequency=None, discount=1.0) -> list[int]:
     g, w = analysis.interference, analysis.widths
     key, decrement = _squeeze(g, w, budget)
     remaining = w > 0
     key[~remaining] = _DONE
-    cost = np.where(remaining & ~unspillable, executed_spill_cost(analysis, frequency) / np.maximum(g.degree, 1),
+    cost = np.where(remaining & ~unspillable, executed_spill_cost(analysis, frequency) * discount / np.maximum(g.degree, 1),
                     np.inf)
     bounds, indices, stack = g.indptr.tolist(), g.indices, []
     for _ in range(int(remaining.sum())):
@@ -97,9 +97,9 @@ def _simplify(analysis, budget, unspillable, frequency=None) -> list[int]:
     return stack
 
 
-def _core(analysis, budget, unspillable, frequency=None):
+def _core(analysis, budget, unspillable, discount=1.0, frequency=None):
     taken = NeighbourRegisters(analysis.interference, budget, counts=False)
-    order = reversed(_simplify(analysis, budget, unspillable, frequency))
+    order = reversed(_simplify(analysis, budget, unspillable, frequency, discount))
     base, failed = taken.first_fit(order, analysis.widths.tolist())
     for v in failed:
         if unspillable[v]:
@@ -108,8 +108,9 @@ def _core(analysis, budget, unspillable, frequency=None):
 
 
 @register("chaitin-briggs")
-def chaitin_briggs(program, analysis, budget):
-    """Chaitin-Briggs colouring with optimistic select and cost-based spilling."""
+def chaitin_briggs(program, analysis, budget, remat=True):
+    """Chaitin-Briggs colouring with optimistic select and cost-based spilling (rematerialising the values
+    cheaper to compute again, with ``remat``)."""
     frequency = block_frequency(program)  # spill code adds no block: one estimate serves every round
     return run_with_spilling(program, analysis, budget, "chaitin-briggs",
-                             lambda a, b, u: _core(a, b, u, frequency))
+                             lambda a, b, u, d: _core(a, b, u, d, frequency), remat=remat)

@@ -22,7 +22,7 @@ from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_SPILL_SLOT
 from engine.ir.cfg import block_frequencies
 from engine.ir.core import Program
-from engine.ir.spill import SpillCode, first_free_slot, renumber_slots, spill_insertion
+from engine.ir.spill import SpillCode, first_free_slot, remat_definitions, renumber_slots, spill_insertion
 from engine.plan import Plan
 
 
@@ -223,6 +223,47 @@ def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None)
     return cost
 
 
+#: what rematerialising a value costs per instruction of its recomputation, against one spill instruction (a
+#: reload or a store): an integer instruction or a parameter read is fixed-latency (4-6 cycles on sm_80, the
+#: [latency] tables of resources/arch) and needs no store, a local-memory access goes down the memory pipe and
+#: waits for L1 at best (~30 cycles), so a quarter, roughly
+REMAT_COST = 0.25
+#: the longest recomputation (instructions) the allocators rematerialise instead of spilling
+MAX_REMAT_CHAIN = 3
+
+
+def remat_chains(program: Program, origin: dict | None = None) -> dict[str, int]:
+    """Each rematerialisable value of ``program`` (:func:`engine.ir.spill.remat_definitions`) -> the
+    instructions that compute it again (its definition and, once each, those of the values it reads).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %t:i32 = sreg.tid.x\\n"
+    ...           "  %o:u64 = mul.wide.s32 %t, 4\\n  %a:u64 = add %pa, %o\\n  st.global %a, 0, %t\\n  exit\\n")
+    >>> remat_chains(p)
+    {'pa': 1, 't': 1, 'o': 2, 'a': 4}
+    """
+    definitions = remat_definitions(program, origin)
+    chains: dict[str, frozenset] = {}
+
+    def chain(name: str) -> frozenset:
+        if name not in chains:
+            reads = [op.name for op in definitions[name].operands if hasattr(op, "name")]
+            chains[name] = frozenset({name}).union(*(chain(u) for u in reads))
+        return chains[name]
+
+    return {name: len(chain(name)) for name in definitions}
+
+
+def remat_discount(analysis: Analysis, chains: dict) -> np.ndarray:
+    """Each value's spill cost factor: :data:`REMAT_COST` per instruction of its recomputation where the
+    allocators would rematerialise it (``chains``: :func:`remat_chains`, at most :data:`MAX_REMAT_CHAIN`),
+    1 elsewhere."""
+    return np.array([min(1.0, REMAT_COST * chains[n]) if chains.get(n, MAX_REMAT_CHAIN + 1) <= MAX_REMAT_CHAIN
+                     else 1.0 for n in analysis.names], dtype=float)
+
+
 def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
     """The error for a value that cannot get a register and may not be spilled."""
     name = analysis.names[v]
@@ -233,26 +274,37 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
         f"({analysis.program.instructions[i]}), where {int(analysis.pressure[i])} registers are live")
 
 
-def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, share_slots: bool = True) -> Allocation:
-    """Call ``core(analysis, budget, unspillable) -> (base, to_spill)`` until nothing spills; then, with
-    ``share_slots``, let spilled values never live at once share a slot (:func:`shared_slots`)."""
+def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, share_slots: bool = True,
+                      remat: bool = True) -> Allocation:
+    """Call ``core(analysis, budget, unspillable, discount) -> (base, to_spill)`` until nothing spills; then,
+    with ``share_slots``, let spilled values never live at once share a slot (:func:`shared_slots`).
+
+    With ``remat``, a value chosen to spill that can be computed again in at most :data:`MAX_REMAT_CHAIN`
+    instructions (:func:`remat_chains`) is rematerialised instead: no slot, no store, its definition computed
+    again before each instruction that reads it; ``discount`` (:func:`remat_discount`) tells a core that uses
+    spill costs what that saves. Without it, ``discount`` is all ones.
+    """
     original, original_analysis, code = program, analysis, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
     while True:
         mask = np.fromiter((n in unspillable for n in analysis.names), dtype=bool, count=len(analysis.names))
-        base, to_spill = core(analysis, budget, mask)
+        chains = remat_chains(program, code.origin) if remat else {}
+        base, to_spill = core(analysis, budget, mask, remat_discount(analysis, chains))
         if not to_spill:
             break
+        names = [analysis.names[v] for v in sorted(to_spill)]
+        again = {n for n in names if chains.get(n, MAX_REMAT_CHAIN + 1) <= MAX_REMAT_CHAIN}
         new = {}
         slot = first_free_slot(program) if slot is None else slot
-        _check_slots(program, name, slot, len(to_spill))
-        for v in sorted(to_spill):
-            new[analysis.names[v]] = slot
-            slot += 1
-        insertion = spill_insertion(program, new, _touching(analysis, to_spill), code)
+        _check_slots(program, name, slot, len(names) - len(again))
+        for n in names:
+            if n not in again:
+                new[n] = slot
+                slot += 1
+        insertion = spill_insertion(program, new, _touching(analysis, to_spill), code, remat=again)
         program, code = insertion.program, insertion.code
-        unspillable |= set(new) | insertion.copies
+        unspillable |= set(new) | insertion.copies | again
         analysis = analyze_spilled(analysis, insertion)
     if share_slots and code.spills:
         slots = shared_slots(original_analysis, code.spills)

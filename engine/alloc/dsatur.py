@@ -30,12 +30,12 @@ class _DSatur:
     already coloured or spilled sit at ``done``.
     """
 
-    def __init__(self, analysis, budget, unspillable):
+    def __init__(self, analysis, budget, unspillable, discount=1.0):
         self.a, self.g, self.w = analysis, analysis.interference, analysis.widths.tolist()
         self.budget, self.unspillable = budget, unspillable
         self.base = np.full(len(self.w), -1, dtype=np.int64)
         self.taken = NeighbourRegisters(self.g, budget)
-        self.cost = spill_cost(analysis, self.g.degree)
+        self.cost = spill_cost(analysis, self.g.degree) * discount
         # 32 bits hold every key (argmax runs faster on them) unless saturation times n + 1 could reach 2**29;
         # a value coloured or spilled sits at ``done``: below any real key, however often it is raised after
         dtype = np.int64 if (budget + 1) * (len(self.w) + 1) >= 1 << 29 else np.int32
@@ -104,11 +104,12 @@ class _DSatur:
         return base, self.to_spill
 
 
-def _core(analysis, budget, unspillable):
-    return _DSatur(analysis, budget, unspillable).run()
+def _core(analysis, budget, unspillable, discount=1.0):
+    return _DSatur(analysis, budget, unspillable, discount).run()
 
 
 @register("dsatur")
-def dsatur(program, analysis, budget):
-    """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded."""
-    return run_with_spilling(program, analysis, budget, "dsatur", _core)
+def dsatur(program, analysis, budget, remat=True):
+    """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded (rematerialising the
+    values cheaper to compute again, with ``remat``)."""
+    return run_with_spilling(program, analysis, budget, "dsatur", _core, remat=remat)

@@ -43,6 +43,7 @@ from engine.check.verify import Conflict, static_conflicts
 from engine.ir.core import Block, Program, replace_blocks
 from engine.ir.spill import (
     first_free_slot,
+    has_spill_code,
     insert_spill_code,
     remove_spill_code,
     spill_code_of,
@@ -223,7 +224,7 @@ def _spill_code_hides(plan: Plan, moved: Program, e: Move) -> str | None:
     """Why a move that keeps every dependence of the program with spill code still breaks one of the program
     without it: a reload ``%v.rK`` and a later definition ``%v.dK`` are apart with spill code and one value
     without it, and the plan's program is its spill code removed (what the identity proof checks)."""
-    if not plan.spills:
+    if not has_spill_code(plan.program, plan.spills):
         return None
     problem = reordering_problem(remove_spill_code(moved, plan.spills), remove_spill_code(plan.program, plan.spills),
                                  "the plan's")

@@ -91,7 +91,7 @@ class Intervals:
     segments, by start); ``weight[v]`` is its spill weight.
     """
 
-    def __init__(self, analysis):
+    def __init__(self, analysis, discount=1.0):
         n = len(analysis.names)
         order = np.lexsort((analysis.seg_start, analysis.seg_value))
         value = analysis.seg_value[order]
@@ -99,7 +99,7 @@ class Intervals:
         counts = np.bincount(value, minlength=n)
         hi = np.cumsum(counts)
         self.seg_lo, self.seg_hi = (hi - counts).tolist(), hi.tolist()
-        self.weight = analysis.spill_weight.tolist()
+        self.weight = (analysis.spill_weight * discount).tolist()
         lengths = np.asarray(self.seg_e) - np.asarray(self.seg_s) + 1
         self.suffix = (np.cumsum(lengths[::-1])[::-1]).tolist() + [0]  # positions covered from segment k to the end
 
@@ -127,15 +127,15 @@ class Intervals:
         return False
 
 
-def scan(analysis, budget: int, unspillable, values=None):
+def scan(analysis, budget: int, unspillable, values=None, discount=1.0):
     """Linear scan with holes of ``values`` (default: every non-predicate value); (base register per value,
-    values to spill).
+    values to spill). ``discount`` scales each value's spill weight (:func:`engine.alloc.common.remat_discount`).
 
     Moves between the sets happen at events kept in a heap: an active interval's end of its current
     segment, an inactive one's start of its next; so straight-line code (no holes) costs a heap operation
     per interval, and only the inactive intervals are searched for intersections.
     """
-    iv = Intervals(analysis)
+    iv = Intervals(analysis, discount)
     widths, unspill = analysis.widths.tolist(), unspillable.tolist()
     seg_s, seg_e, seg_hi = iv.seg_s, iv.seg_e, iv.seg_hi
     values = np.flatnonzero(analysis.widths > 0) if values is None else np.asarray(values, dtype=np.int64)
@@ -237,11 +237,12 @@ def _blocked(iv, cur, pos, width, budget, active, crossing, base, widths, unspil
     return -1 if own <= cheapest else r
 
 
-def _core(analysis, budget, unspillable):
-    return scan(analysis, budget, unspillable)
+def _core(analysis, budget, unspillable, discount=1.0):
+    return scan(analysis, budget, unspillable, discount=discount)
 
 
 @register("linear-scan")
-def linear_scan(program, analysis, budget):
-    """Linear scan with lifetime holes, spilling the interval whose next use is farthest away."""
-    return run_with_spilling(program, analysis, budget, "linear-scan", _core)
+def linear_scan(program, analysis, budget, remat=True):
+    """Linear scan with lifetime holes, spilling the interval whose next use is farthest away (rematerialising
+    the values cheaper to compute again, with ``remat``)."""
+    return run_with_spilling(program, analysis, budget, "linear-scan", _core, remat=remat)

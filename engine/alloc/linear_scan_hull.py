@@ -154,11 +154,11 @@ def scan_reference(analysis, budget: int, values, unspillable, high: bool = Fals
     return np.array(state.base, dtype=np.int64), state.to_spill
 
 
-def _core(analysis, budget, unspillable):
+def _core(analysis, budget, unspillable, discount=None):  # spills by distance, not cost: no discount
     return scan(analysis, budget, np.flatnonzero(analysis.widths > 0), unspillable)
 
 
 @register("linear-scan-hull")
-def linear_scan_hull(program, analysis, budget):
+def linear_scan_hull(program, analysis, budget, remat=True):
     """Poletto & Sarkar's linear scan over hull intervals, spilling the interval that ends furthest away."""
-    return run_with_spilling(program, analysis, budget, "linear-scan-hull", _core)
+    return run_with_spilling(program, analysis, budget, "linear-scan-hull", _core, remat=remat)

@@ -46,7 +46,7 @@ def _fresh(widths, candidates, floor):
     return base, rest
 
 
-def _core(analysis, budget, unspillable):
+def _core(analysis, budget, unspillable, discount=None):  # spills what does not fit, whatever it costs
     widths = analysis.widths.tolist()
     temps = np.flatnonzero(unspillable & (analysis.widths > 0))
     base, to_spill = scan(analysis, budget, temps, unspillable, high=True)
@@ -69,11 +69,11 @@ def _core(analysis, budget, unspillable):
 
 
 @register("naive")
-def naive(program, analysis, budget):
+def naive(program, analysis, budget, remat=True):
     """One fresh register per value in definition order, never reused; its spill slots are never shared
     either (the scheme reuses nothing; sharing would also cost it more than it allocates, with thousands of
     values spilled)."""
-    return run_with_spilling(program, analysis, budget, "naive", _core, share_slots=False)
+    return run_with_spilling(program, analysis, budget, "naive", _core, share_slots=False, remat=remat)
 
 
 def naive_demand(analysis) -> int:

@@ -4,7 +4,7 @@ An allocator that spills repeats its work on the program with spill code;
 analysing that program from scratch walks every instruction again. Spill
 code changes little: a value that is not spilled keeps its definitions and
 uses (the instructions only move), and every spilled value and every copy
-the insertion makes (reloads ``v.rK``, later definitions ``v.dK``) lives
+the insertion makes (reloads ``v.rK``, later definitions ``v.dK``, rematerialised copies ``v.mK``) lives
 inside the few instructions around one rewritten instruction, its
 *window* (the reloads before it, the instruction, the stores after it).
 
@@ -59,7 +59,7 @@ def analyze_spilled(previous: Analysis, insertion: SpillInsertion) -> Analysis:
     except _Fallback:
         analysis = analyze(insertion.program)
     if "interference" in previous.__dict__ and insertion.before is previous.program:  # the cached graph is there
-        analysis.interference_basis.append((previous, set(insertion.slots) | insertion.copies))
+        analysis.interference_basis.append((previous, set(insertion.changed)))
     return analysis
 
 
@@ -74,7 +74,7 @@ class _Update:
         self.a, self.program = previous, program
         self.names = tuple(program.values)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.changed = set(insertion.slots) | insertion.copies
+        self.changed = set(insertion.changed)
         self.remap = np.array([-1 if n in self.changed else self.index[n] for n in previous.names], dtype=np.int64)
         total = self.added.sum(axis=0)
         self.moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]

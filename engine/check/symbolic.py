@@ -12,6 +12,9 @@ as :func:`engine.ir.spill.spill_code_of` records.
 - A spill store ``st.local S, %v`` makes slot ``S`` hold what the
   register(s) of ``v`` hold; a spill reload ``%v.r1 = ld.local S`` makes the
   copy's registers hold what ``S`` holds (nothing is killed: it is a copy).
+- A rematerialising instruction ``%v.m1 = ...`` (:func:`engine.ir.spill.spill_code_of` recognises it as
+  ``v``'s one definition computed again, from values that are the same wherever they are computed) makes
+  its registers hold ``v`` and kills nothing: it is a copy too, computed instead of loaded.
 - A guarded instruction may not run: its effect is the meet of both outcomes.
 - Paths meet by intersection; loops iterate to a fixed point. A guarded
   terminator may fall through (:func:`engine.ir.core.successors`).
@@ -62,7 +65,7 @@ from engine.ir.immediates import MASK64, immediate
 from engine.ir.spill import spill_code_of
 
 #: instruction kinds of the decoded program
-OP, SPILL_STORE, SPILL_RELOAD, LOCAL_LOAD, LOCAL_STORE = range(5)
+OP, SPILL_STORE, SPILL_RELOAD, LOCAL_LOAD, LOCAL_STORE, REMAT = range(6)
 
 
 @dataclass(frozen=True)
@@ -232,14 +235,14 @@ class _Checker:
     def __init__(self, program: Program, assignment: dict, spills: dict):
         self.program, self.assignment = program, assignment
         code = spill_code_of(program, spills)
-        spill_at, self.origin = code.indices, code.origin
+        spill_at, self.origin, remat_at = code.indices, code.origin, frozenset(code.remats)
         self.numbers: dict[str, int] = {}
         self.names: list[str] = []
         self.registers = max((r for regs in assignment.values() if regs for r in regs), default=-1) + 1
         self.slot_loc: dict[int, int] = {}
         self.slot_address: list[int] = []
         self.spill_slots = {immediate(str(s)) & MASK64 for s in spills.values()}
-        self.code = [self._decode(ins, i in spill_at) for i, ins in enumerate(program.instructions)]
+        self.code = [self._decode(ins, i in spill_at, i in remat_at) for i, ins in enumerate(program.instructions)]
         self.locations = self.registers + len(self.slot_address)
 
     # -- decoding -----------------------------------------------------------------------------
@@ -261,12 +264,14 @@ class _Checker:
             self.slot_address.append(address)
         return loc
 
-    def _decode(self, ins: Instruction, spill: bool) -> _Op:
+    def _decode(self, ins: Instruction, spill: bool, remat: bool = False) -> _Op:
         values, assignment = self.program.values, self.assignment
         reads = tuple((self.number(n), n, assignment[n]) for n in dict.fromkeys(
             op.name for op in ins.operands if type(op) is Use) if values[n].width)
         defs = tuple((self.number(d.name), d.name, assignment[d.name]) for d in ins.defs if d.width)
         guarded = ins.guard is not None
+        if remat:
+            return _Op(REMAT, reads, defs, guarded, None)
         if ins.opcode in ("st.local", "ld.local"):
             return self._decode_local(ins, spill, reads, defs, guarded)
         return _Op(OP, reads, defs, guarded, None)
@@ -338,6 +343,11 @@ class _Checker:
         if op.kind == SPILL_STORE or op.kind == SPILL_RELOAD:
             self.copy(op, state, writer)
             return
+        if op.kind == REMAT:  # the value computed again: its registers hold it, its other copies stay good
+            for v, _, regs in op.defs:
+                for r in regs:
+                    state.write(r, 1 << v, writer)
+            return
         if op.kind == LOCAL_STORE and op.slot is not None and op.slot >= 0:
             loc = self.registers + op.slot
             state.write(loc, 0, state.writers[loc] | writer if op.guarded else writer)
@@ -378,7 +388,7 @@ class _Checker:
             for r in regs:
                 if not (held[r] >> v & 1 or undefined >> v & 1):
                     errors.append(self.error(i, v, name, r, None, state, "reads"))
-        if op.kind == OP:
+        if op.kind == OP or op.kind == REMAT:
             return
         if op.kind == SPILL_RELOAD:
             v, name, _ = op.defs[0]

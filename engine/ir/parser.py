@@ -182,7 +182,7 @@ class Parser:
         self.count = 0
         self.labels: set[str] = set()
         #: parameter symbol -> the line declaring it
-        self.params: dict[str, int] = {}
+        self.params: dict[str, tuple[int, str]] = {}  # parameter -> (line of its first read, its type)
         #: setp instructions whose immediate is read as the type of their first operand, known at the end
         self.comparisons: list[tuple[Instruction, int]] = []
 
@@ -241,12 +241,14 @@ class Parser:
         body.append(ins)
 
     def note(self, ins: Instruction, lineno: int) -> None:
-        """Remember what the rules of the whole program need: parameters (each declared once), comparisons."""
+        """Remember what the rules of the whole program need: parameters (each of one type, however often it
+        is read: a rematerialised value reads its parameter again), comparisons."""
         if ins.opcode == "param":
-            symbol = ins.operands[0].text
-            first = self.params.setdefault(symbol, lineno)
-            if first != lineno:
-                raise ParseError(f"{self.where(lineno)}: parameter {symbol} is declared twice (first on line {first})")
+            symbol, type_ = ins.operands[0].text, ins.defs[0].type if ins.defs else None
+            first, known = self.params.setdefault(symbol, (lineno, type_))
+            if first != lineno and known != type_:
+                raise ParseError(f"{self.where(lineno)}: parameter {symbol} is read as {type_} here but as {known} "
+                                 f"on line {first} (a kernel parameter has one type)")
         elif ins.opcode.startswith("setp.") and ins.operands[0].__class__ is Use:
             self.comparisons.append((ins, lineno))
 

@@ -45,6 +45,16 @@ import numpy as np
 from engine.base.fields import digits
 from engine.base.limits import MAX_SPILL_SLOT
 from engine.ir.core import Block, Imm, Instruction, Program, Use, Value, replace_blocks
+from engine.ir.rules import SPECIAL_REGISTERS
+
+#: integer arithmetic a value may be rematerialised by (its result a function of its operands alone); floating
+#: point is left out, since a recomputed ``mul`` may be contracted into its reader's ``fma`` by NVVM or ptxas
+#: and differ from the kept value in its last bit
+REMAT_ARITHMETIC = frozenset({"add", "sub", "mul", "min", "max", "div.u32", "rem.u32", "fma", "mul.wide.s32",
+                              "mov", "cvt"})
+#: result types integer arithmetic may be rematerialised at
+REMAT_INTEGER_TYPES = frozenset({"i32", "u64"})
+_LEAVES = frozenset({"param", *SPECIAL_REGISTERS})
 
 
 def spill_slot(ins: Instruction) -> int | None:
@@ -78,13 +88,21 @@ class SpillCode:
     ----------
     spills : spilled value -> local-memory slot
     loads, stores : linear indices of the reloads and of the stores, in order
-    origin : each copy (a reload ``v.rK`` or a later definition ``v.dK``) -> the value ``v`` it stands for
+    origin : each copy (a reload ``v.rK``, a later definition ``v.dK``, a rematerialised copy ``v.mK``) -> the
+        value ``v`` it stands for
+    remats : linear indices of the rematerialising instructions (the definitions of the ``v.mK``), in order
     """
 
     spills: dict
     loads: tuple[int, ...]
     stores: tuple[int, ...]
     origin: dict
+    remats: tuple[int, ...] = ()
+
+    @property
+    def rematerialised(self) -> frozenset[str]:
+        """The values with rematerialised copies (the values their copies stand for)."""
+        return frozenset(v for name, v in self.origin.items() if name[len(v) + 1 : len(v) + 2] == "m")
 
     @property
     def indices(self) -> frozenset[int]:
@@ -102,8 +120,9 @@ class SpillInsertion:
     slots : the values this insertion spilled -> their slots
     added : (2, instructions of ``before``) array: spill instructions put before and after each one
     touching : sorted linear indices (in ``before``) of the instructions rewritten
-    copies : the values this insertion created (reloads, later definitions)
+    copies : the values this insertion created (reloads, later definitions, rematerialised copies)
     code : all the spill code of ``program``: this insertion's and that of ``before`` when it was passed in
+    remat : the values this insertion rematerialised (no slot; every read of each now reads a copy)
     """
 
     before: Program
@@ -113,6 +132,12 @@ class SpillInsertion:
     touching: tuple[int, ...]
     copies: frozenset[str]
     code: SpillCode
+    remat: frozenset[str] = frozenset()
+
+    @property
+    def changed(self) -> frozenset[str]:
+        """Every value whose definitions or reads this insertion changed."""
+        return frozenset(self.slots) | self.remat | self.copies
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -126,8 +151,9 @@ def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
 
 
 def spill_insertion(program: Program, slots: dict[str, int], touching=None,
-                    known: SpillCode | None = None) -> SpillInsertion:
-    """Insert spill code for ``slots``; the record of where it landed.
+                    known: SpillCode | None = None, remat=()) -> SpillInsertion:
+    """Insert spill code for ``slots``, and rematerialising code for the values in ``remat`` (each of them
+    in :func:`remat_definitions` of ``program``, none in ``slots``); the record of where it landed.
 
     ``touching``, when given, lists (sorted) the linear indices of the
     instructions that read or write a value in ``slots`` (an allocator knows
@@ -145,22 +171,46 @@ def spill_insertion(program: Program, slots: dict[str, int], touching=None,
     ((2,), (1,), ['x.r1'])
     >>> r.code == spill_code_of(r.program, {"x": 3})
     True
+    >>> p = parse(".kernel k\\n.block b\\n  %t:i32 = sreg.tid.x\\n  %i:i32 = mul %t, 4\\n"
+    ...           "  %pa:u64 = param A\\n  st.global %pa, 0, %i\\n  exit\\n")
+    >>> r = spill_insertion(p, {}, remat={"i"})
+    >>> print(r.program, end="")
+    .kernel k
+    .block b
+      %t:i32 = sreg.tid.x
+      %i:i32 = mul %t, 4
+      %pa:u64 = param A
+      %t.m1:i32 = sreg.tid.x
+      %i.m1:i32 = mul %t.m1, 4
+      st.global %pa, 0, %i.m1
+      exit
+    >>> r.code.remats, sorted(r.code.rematerialised), remove_spill_code(r.program, {}) == p
+    ((3, 4), ['i', 't'], True)
     """
+    remat = frozenset(remat)
+    definitions = remat_definitions(program, known.origin if known is not None else None) if remat else {}
+    bad = sorted(v for v in remat if v not in definitions or v in slots)
+    if bad:
+        raise ValueError(f"%{bad[0]} cannot be rematerialised in {program.name}: "
+                         + ("it is also spilled" if bad[0] in slots else "its value depends on where it is computed"))
     if touching is None:
-        touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots)]
-    return _Insertion(program, slots).run(touching, known)
+        touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots, remat)]
+    return _Insertion(program, slots, remat, definitions).run(touching, known)
 
 
-def _touches(ins: Instruction, slots: dict) -> bool:
-    return not slots.keys().isdisjoint(ins.uses) or any(d.name in slots for d in ins.defs)
+def _touches(ins: Instruction, slots: dict, remat=frozenset()) -> bool:
+    return (not slots.keys().isdisjoint(ins.uses) or any(d.name in slots for d in ins.defs)
+            or not remat.isdisjoint(ins.uses))
 
 
 class _Insertion:
     """One pass inserting spill code: fresh copy names, and where each spill instruction lands."""
 
-    def __init__(self, program: Program, slots: dict[str, int]):
+    def __init__(self, program: Program, slots: dict[str, int], remat=frozenset(), definitions=None):
         self.program, self.slots = program, slots
-        self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0)}
+        self.remat, self.definitions = remat, definitions or {}
+        self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0), "m": {}}
+        self.remats: list[int] = []
         self.taken = set(program.values)
         self.defined: set[str] = set()
         self.loads: list[int] = []  # where the reloads and the stores land, in order
@@ -170,7 +220,7 @@ class _Insertion:
 
     def fresh(self, v: str, kind: str) -> str:
         counter = self.counters[kind]
-        k = counter[v] + 1
+        k = counter.get(v, 0) + 1
         name = f"{v}.{kind}{k}"
         while name in self.taken:
             k += 1
@@ -202,12 +252,13 @@ class _Insertion:
             out += len(body)
         result = replace_blocks(self.program, blocks)
         return SpillInsertion(self.program, result, dict(self.slots), self.added, self.touching,
-                              frozenset(self.origin), self._code(known))
+                              frozenset(self.origin), self._code(known), self.remat)
 
     def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
         before, main, after = self._split(ins)
         at = out + len(body)
-        self.loads.extend(range(at, at + len(before)))
+        for k, extra in enumerate(before):
+            (self.remats if _copy_kind(extra.defs[0].name, self.origin) == "m" else self.loads).append(at + k)
         self.stores.extend(range(at + len(before) + 1, at + len(before) + 1 + len(after)))
         self.added[0, i], self.added[1, i] = len(before), len(after)
         body += before
@@ -221,6 +272,8 @@ class _Insertion:
             if name in slots and name not in renamed:
                 copy = renamed[name] = self.fresh(name, "r")
                 before.append(_reload(copy, values[name].type, slots[name], phase))
+            elif name in self.remat and name not in renamed:
+                renamed[name] = self._rematerialise(name, before, {}, phase)
         operands = ins.operands
         if renamed:
             operands = tuple([Use(renamed[op.name]) if op.__class__ is Use and op.name in renamed else op
@@ -238,9 +291,22 @@ class _Insertion:
         main = Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase)
         return before, main, after
 
+    def _rematerialise(self, name: str, before: list, made: dict, phase) -> str:
+        """Append to ``before`` the instructions that compute ``name`` again (what its definition reads
+        first, each once: ``made``); the copy's name."""
+        if name in made:
+            return made[name]
+        definition = self.definitions[name]
+        operands = tuple(Use(self._rematerialise(op.name, before, made, phase)) if op.__class__ is Use else op
+                         for op in definition.operands)
+        copy = made[name] = self.fresh(name, "m")
+        before.append(Instruction(definition.opcode, (Value(copy, definition.defs[0].type),), operands,
+                                  phase=phase))
+        return copy
+
     def _code(self, known: SpillCode | None) -> SpillCode:
         """This insertion's spill code, with ``known`` (the old program's) moved to its new positions."""
-        spills, origin, loads, stores = dict(self.slots), dict(self.origin), self.loads, self.stores
+        spills, origin, loads, stores, remats = dict(self.slots), dict(self.origin), self.loads, self.stores, self.remats
         if known is not None:
             spills = {**known.spills, **spills}
             origin = {**known.origin, **origin}
@@ -248,7 +314,14 @@ class _Insertion:
             moved = np.arange(len(total)) + np.cumsum(total) - total + self.added[0]
             loads = sorted(loads + moved[list(known.loads)].tolist())
             stores = sorted(stores + moved[list(known.stores)].tolist())
-        return SpillCode(spills, tuple(loads), tuple(stores), origin)
+            remats = sorted(remats + moved[list(known.remats)].tolist())
+        return SpillCode(spills, tuple(loads), tuple(stores), origin, tuple(remats))
+
+
+def _copy_kind(name: str, origin: dict) -> str | None:
+    """"r", "d" or "m" for a copy (a reload, a later definition, a rematerialised copy); None otherwise."""
+    v = origin.get(name)
+    return None if v is None else name[len(v) + 1]
 
 
 def spill_code_of(program: Program, spills: dict[str, int]) -> SpillCode:
@@ -258,20 +331,22 @@ def spill_code_of(program: Program, spills: dict[str, int]) -> SpillCode:
     spilled value ``v``. A caller that inserted the code has the same record
     from :func:`spill_insertion` and need not search.
     """
-    indices, origin = _find_spill_code(program, spills)
+    indices, origin, remats = _find_spill_code(program, spills)
     instructions = program.instructions
     ordered = sorted(indices)
     return SpillCode(dict(spills), tuple(i for i in ordered if instructions[i].opcode == "ld.local"),
-                     tuple(i for i in ordered if instructions[i].opcode == "st.local"), origin)
+                     tuple(i for i in ordered if instructions[i].opcode == "st.local"), origin, tuple(sorted(remats)))
 
 
-def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str]]:
+def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int], dict[str, str], set[int]]:
+    """(indices of the spill stores and reloads, copy -> the value it stands for, indices of the
+    rematerialising instructions)."""
     by_slot: dict[str, list[str]] = {}  # values that never live at once may share a slot (the allocators' frames)
     for v, slot in spills.items():
         by_slot.setdefault(str(slot), []).append(v)
     indices, origin = set(), {}
     if not spills:
-        return indices, origin
+        return indices, origin, _find_remats(program, origin)
 
     def copy_of(v: str, name: str) -> bool:
         if name == v:
@@ -300,7 +375,106 @@ def _find_spill_code(program: Program, spills: dict[str, int]) -> tuple[set[int]
         value, dot, suffix = name.rpartition(".")
         if dot and value in spills and suffix[:1] in ("r", "d") and suffix[1:].isdigit():
             origin.setdefault(name, value)
-    return indices, origin
+    return indices, origin, _find_remats(program, origin)
+
+
+def has_spill_code(program: Program, spills: dict) -> bool:
+    """Whether ``program`` may hold spill code: a spilled value, or a value named as a rematerialised copy
+    (``v.mK``; :func:`remove_spill_code` then decides whether it is one). Cheap: no instruction is read."""
+    values = program.values
+    return bool(spills) or any(_remat_name(name, values) is not None for name in values if ".m" in name)
+
+
+def _remat_name(name: str, values: dict) -> str | None:
+    """The value a name ``v.mK`` would be a rematerialised copy of (None: not such a name)."""
+    value, dot, suffix = name.rpartition(".")
+    return value if dot and suffix[:1] == "m" and suffix[1:].isdigit() and value in values else None
+
+
+def _find_remats(program: Program, origin: dict) -> set[int]:
+    """The rematerialising instructions of ``program``: each defines a ``v.mK`` by the one definition of a
+    rematerialisable ``v`` (:func:`remat_definitions`), the copies it reads named back; their copies go into
+    ``origin``. An instruction that only looks like one (another opcode, operand or type) is not spill code."""
+    values = program.values
+    candidates = {name: v for name in values if (v := _remat_name(name, values)) is not None}
+    if not candidates:
+        return set()
+    trial = {**origin, **candidates}
+    definitions = remat_definitions(program, trial)
+    found = set()
+    for i, ins in enumerate(program.instructions):
+        if len(ins.defs) == 1 and ins.defs[0].name in candidates and ins.guard is None:
+            want = definitions.get(candidates[ins.defs[0].name])
+            if want is not None and _same_computation(_rename(ins, trial), want):
+                found.add(i)
+    for i in found:
+        name = program.instructions[i].defs[0].name
+        origin[name] = candidates[name]
+    return found
+
+
+def _same_computation(a: Instruction, b: Instruction) -> bool:
+    return (a.opcode, a.operands, [d.type for d in a.defs]) == (b.opcode, b.operands, [d.type for d in b.defs])
+
+
+def remat_definitions(program: Program, origin: dict | None = None) -> dict[str, Instruction]:
+    """The values of ``program`` that may be rematerialised -> their one definition, the values it reads
+    named back through ``origin`` (a reload ``%u.r2`` read as ``%u``).
+
+    A value qualifies when it has the same value wherever it is computed: exactly one definition (copies
+    ``v.mK`` aside), unguarded, of a general register, that is a ``param`` read, a special register, a
+    ``mov`` of a constant, or integer arithmetic (:data:`REMAT_ARITHMETIC`, an ``i32`` or ``u64`` result)
+    on constants and values that qualify.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %t:i32 = sreg.tid.x\\n  %o:u64 = mul.wide.s32 %t, 4\\n"
+    ...           "  %a:u64 = add %pa, %o\\n  %x:f32 = ld.global %a, 0\\n  %y:f32 = mul %x, 2\\n"
+    ...           "  %i:i32 = mov 0\\n  %i:i32 = add %i, 1\\n  st.global %a, 0, %y\\n  exit\\n")
+    >>> sorted(remat_definitions(p))
+    ['a', 'o', 'pa', 't']
+    """
+    origin = origin or {}
+    values = program.values
+    definitions: dict[str, list] = {}
+    for ins in program.instructions:
+        for d in ins.defs:
+            name = origin.get(d.name, d.name)
+            if _copy_kind(d.name, origin) != "m":
+                definitions.setdefault(name, []).append(ins)
+    found: dict[str, Instruction] = {}
+    pending = {}
+    for name, defs in definitions.items():
+        ins = defs[0]
+        if len(defs) == 1 and ins.guard is None and len(ins.defs) == 1 and values[ins.defs[0].name].width:
+            pending[name] = _rename(ins, origin)
+    changed = True
+    while changed:
+        changed = False
+        for name, ins in list(pending.items()):
+            verdict = _rematerialisable(ins, found)
+            if verdict is not None:
+                del pending[name]
+                if verdict:
+                    found[name] = ins
+                    changed = True
+    return found
+
+
+def _rematerialisable(ins: Instruction, found: dict) -> bool | None:
+    """Whether a definition qualifies given the values ``found`` so far; None: not yet known (it reads a
+    value not found yet)."""
+    uses = [op.name for op in ins.operands if op.__class__ is Use]
+    if ins.opcode in _LEAVES:
+        return True
+    if ins.opcode == "mov" and not uses:
+        return True
+    if ins.opcode not in REMAT_ARITHMETIC or ins.defs[0].type not in REMAT_INTEGER_TYPES:
+        return False
+    return True if all(u in found for u in uses) else None
+
+
 
 
 def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
@@ -326,7 +500,8 @@ def remove_spill_code(program: Program, spills: dict[str, int]) -> Program:
       %z:f32 = add %x, %y
       exit
     """
-    drop, origin = _find_spill_code(program, spills)
+    drop, origin, remats = _find_spill_code(program, spills)
+    drop |= remats
     slots = {str(slot) for slot in spills.values()}
     blocks, at = [], 0
     for b in program.blocks:
@@ -397,7 +572,7 @@ def renumber_slots(program: Program, code: SpillCode, slots: dict[str, int]) -> 
             body.append(ins)
             i += 1
         blocks.append(Block(b.name, tuple(body)))
-    return replace_blocks(program, blocks), SpillCode(dict(slots), code.loads, code.stores, code.origin)
+    return replace_blocks(program, blocks), SpillCode(dict(slots), code.loads, code.stores, code.origin, code.remats)
 
 
 def _spill_code_values(program: Program, code: SpillCode):

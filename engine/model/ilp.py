@@ -89,7 +89,7 @@ from engine.ir.cfg import (
     structure,
 )
 from engine.ir.core import Instruction, Program
-from engine.ir.spill import remove_spill_code, spill_slot
+from engine.ir.spill import has_spill_code, remove_spill_code, spill_slot
 from engine.model.arch import DEFAULT_ARCH, load_latencies
 
 #: the most instructions an executed path may have (the interpreter's limit for one run)
@@ -566,7 +566,8 @@ def plan_ilp(plan, arch: str | None = None, original: Program | None = None, pat
     """
     arch = arch or (plan.options or {}).get("arch", DEFAULT_ARCH)
     if original is None:
-        original = remove_spill_code(plan.program, plan.spills) if plan.spills else plan.program
+        original = remove_spill_code(plan.program, plan.spills) if has_spill_code(plan.program, plan.spills) \
+            else plan.program
     reference = program_ilp(original, arch, original_path)
     graph = dependence_graph(plan.program, arch, plan.assignment, path)
     s = schedule(graph)

@@ -121,7 +121,9 @@ def _plan_line(plan, original=None) -> str:
     return (f"{plan.allocator}{setting(plan.workload, plan.options)}: {p.registers} registers of {plan.budget}, "
             f"MAXLIVE {p.maxlive}{with_spills}, {p.spilled_values} spilled values "
             f"({p.spill_stores} stores, {p.spill_loads} loads), "
-            f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
+            + (f"{p.rematerialised_values} rematerialised ({p.remat_instructions} instructions computing them "
+               "again), " if p.rematerialised_values else "")
+            + f"ILP {f.ilp:.3f} (model, {f.arch}; {f.reference_ilp:.3f} with unlimited registers), "
             f"{f.cycles} cycles/warp (model)")
 
 

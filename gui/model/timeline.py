@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.ir.spill import has_spill_code
 from engine.plan import Plan
 from engine.workloads.roles import ROLES, role_of
 from gui.model.why import Occurrences
@@ -280,7 +281,7 @@ def plan_timeline(plan: Plan, analysis) -> TimelineData:
                         analysis.seg_start, analysis.seg_end, regs, analysis.pressure, phases, loops,
                         spill_slot_spans(plan), _plan_describer(plan, analysis), positions=True,
                         # with spill code the curve is the plan program's, not the program's MAXLIVE
-                        peak_label="peak with spill code" if plan.spills else "MAXLIVE",
+                        peak_label="peak with spill code" if has_spill_code(plan.program, plan.spills) else "MAXLIVE",
                         operands=plan_operands(program, names))
 
 

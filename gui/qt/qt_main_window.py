@@ -411,7 +411,8 @@ class QtMainWindow(QMainWindow):
                  if isinstance(f, IlpFigures) else "")
         return (f"{setting_label(plan.workload or s.workload, plan.options or {})}  |  {s.current}: "
                 f"{p and p.registers} registers of {plan.budget}, "
-                f"MAXLIVE {p and p.maxlive}, {p and p.spilled_values} spilled  |  "
+                f"MAXLIVE {p and p.maxlive}, {p and p.spilled_values} spilled"
+                + (f", {p.rematerialised_values} rematerialised" if p and p.rematerialised_values else "") + "  |  "
                 + conflict_summary(conflicts) + model
                 + (f"  |  {self.chosen[1]}" if self.chosen and self.chosen[0] is plan else ""))
 

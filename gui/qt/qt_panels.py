@@ -309,6 +309,7 @@ class QtPlansList(QWidget):
         p = plan.predicted
         return (f"{name}\n  {p.registers if p else registers_used(plan.assignment)} regs, MAXLIVE "
                 f"{p.maxlive if p else '?'}, {p.spilled_values if p else len(plan.spills)} spilled"
+                + (f", {p.rematerialised_values} remat" if p and p.rematerialised_values else "")
                 + (f"\n  {conflict_summary(broken)}" if broken else ""))
 
     def _with_current(self, fn) -> None:

@@ -74,7 +74,7 @@ REFUSED_LINES = {
     "a parameter named len": ("%c:i32 = param len", "parameter name 'len' is not usable in a kernel"),
     "a parameter named __debug__": ("%c:i32 = param __debug__", "parameter name '__debug__' is not usable"),
     "a parameter with a dot": ("%c:i32 = param n.x", "parameter name 'n.x' is not usable"),
-    "a parameter declared twice": ("%c:u64 = param A", "parameter A is declared twice (first on line 3)"),
+    "a parameter read at another type": ("%c:i32 = param A", "parameter A is read as i32 here but as u64 on line 3"),
     "a guarded parameter": ("%c:i32 = @%q param n", "param cannot be guarded (a parameter is always read)"),
     "an f16x2 parameter": ("%c:f16x2 = param n", "parameter %c has type f16x2, which a kernel cannot take"),
     "a label that is a number": ("br 1", "operand 1 of br: '1' is not a block label"),

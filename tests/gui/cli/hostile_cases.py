@@ -97,7 +97,7 @@ CODE_PLANS = {
     "parameter in full-width letters": lambda d, m: _program_text(d, "param C", "param \uff43\uff55\uff44\uff41"),
     "parameter named __debug__": lambda d, m: _program_text(d, "param C", "param __debug__"),
     "parameter named cuda": lambda d, m: _program_text(d, "param C", "param cuda"),
-    "parameter declared twice": lambda d, m: _program_text(d, "param C", "param A"),
+    "parameter read at another type": lambda d, m: _program_text(d, "param alpha", "param A"),
     "kernel name closing a string": lambda d, m: _program_text(d, ".kernel gemm", '.kernel """gemm'),
     "value with a quote": lambda d, m: _program_text(d, "%acc_0_0:f32", "%acc'_0_0:f32"),
 }
