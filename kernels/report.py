@@ -103,9 +103,11 @@ def explain(plan: Plan, build: Build, arch: str, facts: PlanFacts | None = None)
     top = b.sass.highest_register()
     out = []
     if plan_regs < maxlive:
+        remat = facts_of(plan, facts).spill_code.rematerialised
+        again = f" and computes {len(remat)} again where they are read (rematerialised)" if remat else ""
         out.append(f"planned registers {plan_regs} vs MAXLIVE {maxlive}: the plan spills {len(plan.spills)} "
-                   f"value(s) to local memory, so {maxlive - plan_regs} register(s) fewer than the program's peak "
-                   "are live at once")
+                   f"value(s) to local memory{again}, so {maxlive - plan_regs} register(s) fewer than the program's "
+                   "peak are live at once")
     elif plan_regs > maxlive:
         out.append(f"planned registers {plan_regs} vs MAXLIVE {maxlive}: "
                    + (f"{_pairs(plan)} 64-bit values need even-aligned pairs, and "

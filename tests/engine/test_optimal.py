@@ -95,8 +95,8 @@ def _never_beaten(program, budget):
     assert proved(best), best.notes
     assert static_conflicts(best.program, best.assignment, best.spills, budget, best.analysis, best.spill_code) == []
     for name in sorted(ALLOCATORS):
-        try:
-            a = allocate(name, program, budget)
+        try:  # spill-everywhere, optimal's model: rematerialisation is another problem (it computes, not spills)
+            a = allocate(name, program, budget, remat=False)
         except AllocationError:
             continue
         if best.spills or a.spills:

@@ -101,8 +101,11 @@ def test_files_carry_no_measured_field_and_old_files_with_an_empty_one_still_loa
 def test_figures_cross_the_file_as_a_dict_and_come_back_typed(plan):
     assert isinstance(plan.predicted, Figures) and plan.predicted.executed
     data = _good(plan)["predicted"]
-    assert list(data) == [f.name for f in dataclasses.fields(Figures) if f.name != "executed_note"]
+    optional = ("executed_note", "rematerialised_values", "remat_instructions")  # the plan rematerialises nothing
+    assert list(data) == [f.name for f in dataclasses.fields(Figures) if f.name not in optional]
     assert Figures.from_dict(data) == plan.predicted
+    remat = dataclasses.replace(plan.predicted, rematerialised_values=2, remat_instructions=5)
+    assert remat.to_dict()["remat_instructions"] == 5 and Figures.from_dict(remat.to_dict()) == remat
     assert plan_from_dict({**_good(plan), "predicted": {}}).predicted is None
     failed = dataclasses.replace(plan.predicted, spill_stores_executed=None, spill_loads_executed=None,
                                  executed_note="step limit")

@@ -12,6 +12,7 @@ from importlib.resources import files
 
 import pytest
 
+from engine.ir.spill import has_spill_code, spill_code_of
 from engine.alloc import ALLOCATORS, allocate
 from engine.check.interp import run
 from engine.ir.core import Block, Imm, Instruction, Program, Use, Value
@@ -81,7 +82,8 @@ def read_back(text: str) -> list[int | None]:
 # -- ptxas accepts it ----------------------------------------------------------------------------------------
 def test_ptxas_accepts_the_plan_ptx_of_small_configs_spilled_plans_and_the_examples():
     plans = gemm_plans(Gemm(2, 2, 2)) + gemm_plans(Gemm(8, 8, 8), budget=64, tile=(8, 8)) + example_plans()
-    assert sum(1 for p in plans if p.spills) >= 8, "the sample must hold spill code"
+    assert sum(1 for p in plans if has_spill_code(p.program, p.spills)) >= 8, "the sample must hold spill code"
+    assert any(spill_code_of(p.program, p.spills).remats for p in plans), "and rematerialised values (ld.param again)"
     with ThreadPoolExecutor(max_workers=2) as pool:
         for spills in ("volatile", "plain"):
             done = list(pool.map(accepted, plans, [spills] * len(plans)))

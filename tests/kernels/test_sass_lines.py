@@ -143,7 +143,7 @@ def test_a_second_build_reads_the_line_listing_from_the_cache(gemm4):
 def test_a_kernel_with_planned_spills_keeps_its_local_memory_without_line_info():
     """The PTX of planned spill code declares ``.local`` memory: removing the line info keeps it (a ``.loc`` prefix
     match once dropped it and ptxas refused the kernel)."""
-    plan = gemm_plan(2, 2, 4, "chaitin-briggs", budget=8, schedule="load-all-first")
+    plan = gemm_plan(2, 2, 4, "chaitin-briggs", budget=7, schedule="load-all-first")  # 8: ptxas keeps the 3 left in registers
     assert plan.spills
     source = kernel_source(plan)
     plain = compile_ptx(source, (8, 0), lineinfo=False)

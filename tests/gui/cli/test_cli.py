@@ -1,6 +1,7 @@
 """The `regtune` command, run as a user runs it: the installed console script."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -51,7 +52,9 @@ def test_allocate_then_check(tmp_path, allocator):
     assert (f"execution check (sampled): the same stores on 3 inputs (3 stores compared, all {n} instructions executed, "
             "its branch taken both ways)") in r.stdout
     data = json.loads(out.read_text())
-    assert data["allocator"] == allocator and data["budget"] == 6 and data["spills"]
+    # at 6 registers the allocators read a pointer parameter again where it is used; all but naive spill nothing
+    assert data["allocator"] == allocator and data["budget"] == 6 and bool(data["spills"]) == (allocator == "naive")
+    assert re.search(r"%p[abc]\.m1:u64 = param [ABC]\n", data["program"]), data["program"]
     r = regtune("check", str(out))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{out}: valid {allocator} plan for gemm_m1n1k2:")
