@@ -132,7 +132,7 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
             text = f"move instruction {e.index} ({ins}) to {e.to}"
         print(f"  {k}. {text}")
     optimal = ", so no reordering does better" if r.maxlive_after == r.lower_bound else ""
-    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound of the dependence graph: {r.lower_bound}"
+    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound over every reordering within blocks: {r.lower_bound}"
           f"{optimal}); "
           f"search: " + ", ".join(f"{name} {m}" for name, m in r.phases) + f"; {r.seconds:.2f} s")
     print(f"{r.allocator} at the new schedule: {r.registers_after} registers of {plan.budget} "
