@@ -638,7 +638,8 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
        is not live in, between an instance's last read and the next definition, or after the last instance's
        last read when ``v`` is not live out. ``x`` can fall in the gap after instance ``k`` only if neither its
        definition nor any read of it other than ``x`` is a descendant of ``x`` in the graph, and the next
-       definition is not an ancestor; before the first, only if that definition is not an ancestor. Where no gap
+       definition is not an ancestor (never when the next definition reads the instance: it would come both
+       before and after ``x``); before the first, only if that definition is not an ancestor. Where no gap
        is open to ``x`` (every order puts ``x`` inside an instance), ``v`` counts at ``x``. So a value live in and
        out of the block that every definition of which reads it first (an accumulator round a loop) counts
        everywhere, as does one live through it untouched; ``x``'s own results count too.
@@ -659,7 +660,8 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
        of them comes last, and there the others and all their ancestors are before it: the least of the minimum
        cuts of (3) at each such birth, with those instructions forced before it, is a bound of every order
        (a case split; a birth that another depends on is never last). It runs where births times instructions
-       is at most :data:`BIRTH_WORK`.
+       is at most :data:`BIRTH_WORK`, the cases with the fewest forced by (1) first, and stops at one that is not
+       above the bound so far (the least of them cannot be either).
 
     Examples
     --------
@@ -670,8 +672,8 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
     >>> registers, at, analyze(p).maxlive
     (1, 0, 3)
 
-    Each instruction alone can have pressure 1 here (its operands made just before it), though no order has
-    MAXLIVE below 2: a bound, not the optimum (:func:`program_bound` has one that meets MAXLIVE).
+    The least MAXLIVE of any order here is 2 (a, b, d, c, e), but each instruction alone can have pressure 1 (its
+    operands made just before it): a bound, not always the optimum.
     """
     n = s.n
     if n == 0:
@@ -707,13 +709,15 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
     births = _births(s, insts)
     if cuts and 1 < len(births) and len(births) * n <= BIRTH_WORK:
         cases = []
-        for x in births:
+        for x in sorted(births, key=lambda x: (forced[x], x)):
             others = [y for y in births if y != x]
             if anc[others, x].any():               # x cannot be the last: one of the others depends on it
                 continue
             first = anc[others].any(axis=0)
             first[others] = True
             cases.append((*_min_cut_pressure(s, anc, insts, x, first), x))
+            if cases[-1][0] <= best[0]:            # the least case can be no better than this one
+                break
         if cases:
             registers, live, x = min(cases, key=lambda c: (c[0], c[2]))
             if registers > best[0]:
