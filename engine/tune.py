@@ -988,6 +988,7 @@ class TuneResult:
     seconds : how long the search took
     phases : MAXLIVE after each phase that ran, in order (``("original", 88), ("list", 80), ...)``)
     bound_reason : why no such reordering has MAXLIVE below ``lower_bound`` (:meth:`Bound.reason`)
+    peak : where the tuned schedule reaches ``maxlive_after``, its first such instruction and what is live there
     """
 
     plan: Plan
@@ -1002,6 +1003,7 @@ class TuneResult:
     seconds: float
     phases: tuple
     bound_reason: str = ""
+    peak: str = ""
 
     @property
     def moves(self) -> int:
@@ -1021,7 +1023,8 @@ class TuneResult:
                     f"{self.lower_bound} (lower bound): {self.bound_reason}")
         if self.maxlive_after > self.target:
             return (f"the search reached MAXLIVE {self.maxlive_after}, not {self.target} (the lower bound over every "
-                    f"reordering within blocks is {self.lower_bound}, so a better schedule may exist)")
+                    f"reordering within blocks is {self.lower_bound}, so a better schedule may exist); its peak: "
+                    f"{self.peak}")
         return (f"MAXLIVE is {self.maxlive_after}, but {self.allocator} needs {self.registers_after} registers at "
                 "that schedule (64-bit pairs are even-aligned)")
 
@@ -1140,8 +1143,11 @@ def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int
     allocation = allocate(name, tuned, plan.budget, after)
     new = allocation.plan(workload=plan.workload, options=plan.options).with_(allocator="hand")
     new = new.with_(predicted=predict(new, allocation.analysis, allocation.spill_code, allocation.original_analysis))
+    peak = (f"instruction {after.peak} ({tuned.instructions[after.peak]}) with {after.maxlive} live "
+            f"({families(after.live_at(after.peak))})") if tuned.instructions else ""
     return TuneResult(new, (*edits, Reallocate(name)), target, before, after.maxlive, bound[0],
-                      registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases, bound[1])
+                      registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases, bound[1],
+                      peak)
 
 
 def apply_edits(plan: Plan, edits) -> Plan:

@@ -179,7 +179,8 @@ def test_gemm_8x8x8_k_outer_bound_is_the_last_accumulator_born():
     assert 64 + 2 + 2 <= found.registers <= analyze(plan.program).maxlive
     r = tune(plan, 80, time_limit=3)
     assert r.lower_bound == found.registers <= r.maxlive_after < r.maxlive_before
-    assert "a better schedule may exist" in r.why_not or r.reached
+    assert r.reached or ("a better schedule may exist" in r.why_not and f"with {r.maxlive_after} live (" in r.why_not
+                         and " acc_*" in r.peak)
 
 
 def _small_blocks(count: int, rng) -> list:
