@@ -154,7 +154,7 @@ def _report(args, plan, r, why, identity) -> dict:
 
     out = {"plan": args.plan, "target": r.target, "target_from": why, "edits": [describe_edit(e) for e in r.edits],
            "maxlive_before": r.maxlive_before, "maxlive_after": r.maxlive_after, "lower_bound": r.lower_bound,
-           "allocator": r.allocator, "registers_before": r.registers_before, "registers_after": r.registers_after,
+           "lower_bound_reason": r.bound_reason, "peak": r.peak, "allocator": r.allocator, "registers_before": r.registers_before, "registers_after": r.registers_after,
            "reached": r.reached, "why_not": r.why_not, "seconds": round(r.seconds, 3),
            "phases": [list(p) for p in r.phases], "identity": None if identity is None else identity.text}
     if not args.no_ptxas:

@@ -52,6 +52,7 @@ def test_tune_says_when_no_reordering_can_reach_the_step(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["target"] == 96 and data["lower_bound"] > data["target"] and not data["reached"]
     assert data["why_not"].startswith("no reordering within blocks can reach 96: every order keeps MAXLIVE >= ")
+    assert data["lower_bound_reason"] in data["why_not"] and "block kv0" in data["lower_bound_reason"]
     assert main(["tune", path, "--next-step", "--no-ptxas", "--time-limit", "1"]) == 0
     out = capsys.readouterr().out
     assert f"lower bound over every reordering within blocks: {data['lower_bound']})" in out
