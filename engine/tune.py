@@ -528,7 +528,7 @@ class Bound:
         """
         through = sum(widths[v] for v in self.through)
         if self.case:
-            where = f"at {self.case} of block {self.block}, whichever comes last (e.g. {self.text}),"
+            where = f"{self.case.format(block=self.block)} (e.g. {self.text}),"
         elif self.instruction >= 0:
             where = f"at instruction {self.instruction} ({self.text})"
         else:
@@ -659,7 +659,10 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
        there on in every order), those of one opcode (GEMM's accumulators' first products). In every order one
        of them comes last, and there the others and all their ancestors are before it: the least of the minimum
        cuts of (3) at each such birth, with those instructions forced before it, is a bound of every order
-       (a case split; a birth that another depends on is never last). It runs where births times instructions
+       (a case split; a birth that another depends on is never last). Where the value born at ``x`` is defined
+       again (an accumulator's next product), the case's cut is the least registers live *into* that next
+       definition instead, a lower bound of the instruction just before it: the last birth's value, the other
+       values and the next definition's operands all live there. It runs where births times instructions
        is at most :data:`BIRTH_WORK`, the cases with the fewest forced by (1) first, and stops at one that is not
        above the bound so far (the least of them cannot be either).
 
@@ -715,19 +718,28 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
                 continue
             first = anc[others].any(axis=0)
             first[others] = True
-            cases.append((*_min_cut_pressure(s, anc, insts, x, first), x))
+            y = births[x]                          # the next definition of x's value, after x: live into it
+            got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else \
+                _min_cut_pressure(s, anc, insts, y, first, entry=True)
+            cases.append((*got, x))
             if cases[-1][0] <= best[0]:            # the least case can be no better than this one
                 break
         if cases:
             registers, live, x = min(cases, key=lambda c: (c[0], c[2]))
             if registers > best[0]:
-                best = (registers, x, live, f"the last of the {len(births)} {s.instructions[x].opcode} births")
+                births_of = f"the {len(births)} {s.instructions[x].opcode} births of block {{block}}"
+                if births[x] < 0:
+                    best = (registers, x, live, f"at the last of {births_of}, whichever it is")
+                else:
+                    best = (registers, births[x], live,
+                            f"just before the next definition of the value born last of {births_of}, whichever it is")
     return (*best[:3], everywhere, best[3])
 
 
-def _births(s: BlockSchedule, insts: dict) -> list:
+def _births(s: BlockSchedule, insts: dict) -> dict:
     """Bound 4 of :func:`block_bound`: the instructions where a live-out value begins the run of instances that
-    lasts to the block's end (each next definition reading the one before), those of the opcode with the most."""
+    lasts to the block's end (each next definition reading the one before), those of the opcode with the most,
+    each with the value's next definition (-1: none)."""
     by_opcode: dict = {}
     for b in _bits(s.live_out):
         chain = insts.get(b)
@@ -738,8 +750,8 @@ def _births(s: BlockSchedule, insts: dict) -> list:
             k -= 1
         d = chain[k][0]
         if d >= 0 and not (k > 0 and d in chain[k - 1][1]):
-            by_opcode.setdefault(s.instructions[d].opcode, set()).add(d)
-    return sorted(max(by_opcode.values(), key=lambda g: (len(g), -min(g)), default=()))
+            by_opcode.setdefault(s.instructions[d].opcode, {})[d] = chain[k + 1][0] if k + 1 < len(chain) else -1
+    return dict(sorted(max(by_opcode.values(), key=lambda g: (len(g), -min(g)), default={}).items()))
 
 
 def _forced_set(forced_bits: dict, x: int) -> int:
@@ -810,18 +822,20 @@ def _first_position(s: BlockSchedule, insts: dict) -> tuple[int, int, int]:
     return best
 
 
-def _min_cut_pressure(s: BlockSchedule, anc: np.ndarray, insts: dict, x: int,
-                      first: np.ndarray | None = None) -> tuple[int, int]:
+def _min_cut_pressure(s: BlockSchedule, anc: np.ndarray, insts: dict, x: int, first: np.ndarray | None = None,
+                      entry: bool = False) -> tuple[int, int]:
     """Bound 3 of :func:`block_bound` at ``x``: the least pressure there over every order (every order that puts
-    the instructions of ``first`` and their ancestors before ``x``, when given), and the values live there in one
-    order that has it."""
+    the instructions of ``first`` before ``x``, when given), and the values live there in one order that has it.
+    ``entry``: the least registers live into ``x`` instead (its operands still live, its results not yet made),
+    which the instruction just before ``x`` has at least."""
     import networkx as nx
 
     before = anc[x].copy()
-    before[x] = True                               # x's reads are done and its results are made at x
+    before[x] = not entry                          # x's reads are done and its results are made at x
     if first is not None:
         before |= first
     after = anc[:, x].copy()                       # x's descendants
+    after[x] = entry
     free = ~before & ~after
     g = nx.DiGraph()
     g.add_nodes_from(("s", "t"))
@@ -833,7 +847,7 @@ def _min_cut_pressure(s: BlockSchedule, anc: np.ndarray, insts: dict, x: int,
     constant, candidates = 0, []
     for b, chain in insts.items():
         w = 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
-        if not w or (s.defs[x] >> b) & 1:
+        if not w or (not entry and (s.defs[x] >> b) & 1):
             continue
         for k, (d, reads) in enumerate(chain):
             where = side(d)
@@ -864,13 +878,14 @@ def _min_cut_pressure(s: BlockSchedule, anc: np.ndarray, insts: dict, x: int,
                     g.add_edge(z, ("i", r))
     cut, (source_side, _) = nx.minimum_cut(g, "s", "t")
     placed = lambda i: i < 0 or before[i] or (free[i] and ("i", i) in source_side)
-    live = s.defs[x]
+    made = 0 if entry else s.defs[x]
+    live = made
     for b, d, free_reads, later in candidates:
         if placed(d) and (later or any(not placed(r) for r in free_reads)):
             live |= 1 << b
-    if constant + cut + s.weight(s.defs[x]) != s.weight(live):     # the cut prices what its side leaves live
+    if constant + cut + s.weight(made) != s.weight(live):     # the cut prices what its side leaves live
         raise AssertionError(f"tune's bound: the cut at instruction {x} costs {constant + cut}, its live set "
-                             f"{s.weight(live) - s.weight(s.defs[x])}")
+                             f"{s.weight(live) - s.weight(made)}")
     return s.weight(live), live
 
 

@@ -175,8 +175,9 @@ def test_gemm_8x8x8_k_outer_bound_is_the_last_accumulator_born():
     that, and the search's schedule is never below it."""
     plan = _plan({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {"schedule": "k-outer"})
     found = program_bound(plan.program)
-    assert found.block == "body" and found.case == "the last of the 64 mul births"
-    assert 64 + 2 + 2 <= found.registers <= analyze(plan.program).maxlive
+    assert found.block == "body" and "the value born last of the 64 mul births of block {block}" in found.case
+    assert {"alpha", "beta", "ta", "tb", "tc"} <= set(found.live)
+    assert 64 + 1 + 1 + 3 * 2 <= found.registers <= analyze(plan.program).maxlive
     r = tune(plan, 80, time_limit=3)
     assert r.lower_bound == found.registers <= r.maxlive_after < r.maxlive_before
     assert r.reached or ("a better schedule may exist" in r.why_not and f"with {r.maxlive_after} live (" in r.why_not
@@ -228,25 +229,28 @@ def _every_order(s) -> list:
 
 
 def test_the_minimum_cut_is_the_least_pressure_over_every_order():
-    """On random small blocks, every order enumerated: at each instruction the cut's pressure is exactly the least
-    over every order, the no-gap count never above it, and the block's bound never above its best MAXLIVE."""
+    """On random small blocks, every order enumerated: at each instruction the cut's pressure (and the registers
+    live into it) is exactly the least over every order, the no-gap count never above it, and the block's bound
+    never above its best MAXLIVE."""
     rng = random.Random(3)
     checked = 0
     for program in _small_blocks(80, rng):
         s = program_schedules(program)[1]
         orders = _every_order(s)
-        least = [10**9] * s.n
+        least, into = [10**9] * s.n, [10**9] * s.n
         best = 10**9
         for order in orders:
             s.set_order(order)
             best = min(best, s.maxlive)
             for p, i in enumerate(order):
                 least[i] = min(least[i], s.pressure[p])
+                into[i] = min(into[i], s.weight(s._live_before(p)))
         anc, insts = _ancestors(s), _value_instances(s)
         gaps = {b: _no_gap(anc, chain, (s.live_out >> b) & 1) for b, chain in insts.items()}
         for x in range(s.n):
             got, live = _min_cut_pressure(s, anc, insts, x)
             assert got == least[x] and s.weight(live) == got, (program, x)
+            assert _min_cut_pressure(s, anc, insts, x, entry=True)[0] == into[x], (program, x)
             forced = s.weight(s.defs[x] | sum(1 << b for b, g in gaps.items() if g[x]))
             assert forced <= got, (program, x)
         assert block_bound(s)[0] <= best
