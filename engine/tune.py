@@ -74,7 +74,7 @@ from engine.ir.spill import remove_spill_code
 from engine.plan import Plan, registers_used
 from engine.predict import predict
 
-__all__ = ["BlockSchedule", "Bound", "TuneResult", "describe_edit", "lower_bound", "program_bound", "schedule_edits",
+__all__ = ["BlockSchedule", "Bound", "TuneResult", "describe_edit", "lower_bound", "program_bound", "refute", "schedule_edits",
            "tune"]
 
 #: seconds one tune may search (list scheduling always completes; the local search stops here)
@@ -488,6 +488,10 @@ CUTS = 12
 #: the most (births x instructions) of one block for which bound 4 of :func:`block_bound` runs (a minimum cut per
 #: birth): GEMM 8x8x8's 64 accumulators in its 721 instructions, about three seconds
 BIRTH_WORK = 50_000
+#: the most minimum cuts :func:`refute` spends (GEMM 8x8x8 k-outer's proof that 80 is out of reach takes about
+#: 160), and the most (members x instructions) of a block it works on
+REFUTE_CUTS = 400
+REFUTE_WORK = 150_000
 
 
 @dataclass(frozen=True)
@@ -683,23 +687,7 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
         return s.weight(s.live_out), -1, s.live_out, s.live_out, ""
     anc = _ancestors(s)
     insts = _value_instances(s)
-    forced = np.zeros(n, dtype=np.int64)
-    everywhere = 0
-    width = lambda b: 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
-    forced_bits: dict = {}
-    for b, chain in insts.items():
-        w = width(b)
-        if not w:
-            continue
-        live = _no_gap(anc, chain, (s.live_out >> b) & 1)
-        definers = np.array([(d >> b) & 1 for d in s.defs], dtype=bool)
-        if (live | definers).all():                # live, or made, at every instruction
-            everywhere |= 1 << b
-        live &= ~definers                          # counted with the definer's own results
-        forced += w * live
-        forced_bits[b] = live
-    for x in range(n):
-        forced[x] += s.weight(s.defs[x])
+    forced, forced_bits, everywhere = _no_gaps(s, anc, insts)
     best_x = int(forced.argmax())
     best = (int(forced[best_x]), best_x, _forced_set(forced_bits, best_x) | s.defs[best_x], "")
     first = _first_position(s, insts)
@@ -711,29 +699,182 @@ def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int,
             best = (got[0], x, got[1], "")
     births = _births(s, insts)
     if cuts and 1 < len(births) and len(births) * n <= BIRTH_WORK:
-        cases = []
-        for x in sorted(births, key=lambda x: (forced[x], x)):
-            others = [y for y in births if y != x]
-            if anc[others, x].any():               # x cannot be the last: one of the others depends on it
-                continue
-            first = anc[others].any(axis=0)
-            first[others] = True
-            y = births[x]                          # the next definition of x's value, after x: live into it
-            got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else \
-                _min_cut_pressure(s, anc, insts, y, first, entry=True)
-            cases.append((*got, x))
-            if cases[-1][0] <= best[0]:            # the least case can be no better than this one
-                break
-        if cases:
-            registers, live, x = min(cases, key=lambda c: (c[0], c[2]))
-            if registers > best[0]:
-                births_of = f"the {len(births)} {s.instructions[x].opcode} births of block {{block}}"
-                if births[x] < 0:
-                    best = (registers, x, live, f"at the last of {births_of}, whichever it is")
-                else:
-                    best = (registers, births[x], live,
-                            f"just before the next definition of the value born last of {births_of}, whichever it is")
+        got = _case_split(s, anc, insts, births, forced, best[0])
+        if got[0]:
+            registers, at, live, x = got[1:]
+            births_of = f"the {len(births)} {s.instructions[x].opcode} births of block {{block}}"
+            if at == x:
+                best = (registers, x, live, f"at the last of {births_of}, whichever it is")
+            else:
+                best = (registers, at, live,
+                        f"just before the next definition of the value born last of {births_of}, whichever it is")
     return (*best[:3], everywhere, best[3])
+
+
+def _no_gaps(s: BlockSchedule, anc: np.ndarray, insts: dict) -> tuple[np.ndarray, dict, int]:
+    """Bound 1 of :func:`block_bound` at every instruction: the registers forced there, each value's forced
+    positions, and the values live (or made) everywhere."""
+    n = s.n
+    forced = np.zeros(n, dtype=np.int64)
+    everywhere = 0
+    forced_bits: dict = {}
+    for b, chain in insts.items():
+        w = 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
+        if not w:
+            continue
+        live = _no_gap(anc, chain, (s.live_out >> b) & 1)
+        definers = np.array([(d >> b) & 1 for d in s.defs], dtype=bool)
+        if (live | definers).all():                # live, or made, at every instruction
+            everywhere |= 1 << b
+        live &= ~definers                          # counted with the definer's own results
+        forced += w * live
+        forced_bits[b] = live
+    for x in range(n):
+        forced[x] += s.weight(s.defs[x])
+    return forced, forced_bits, everywhere
+
+
+def _case_split(s: BlockSchedule, anc: np.ndarray, insts: dict, members: dict, forced: np.ndarray, floor: int,
+                budget: list | None = None) -> tuple:
+    """The case split of bound 4 of :func:`block_bound` over ``members`` (instruction -> the next definition of
+    its value, whose live-in registers its case counts, or -1 for its own pressure): (True, registers, where,
+    live, member) with the least case, or (False, member) at the first case at most ``floor`` (the cases
+    tried weakest first by ``forced``) or once ``budget`` (a one-item list: the cuts left) runs out (member -1)."""
+    cases = []
+    order = sorted(members, key=lambda x: (forced[x], x))
+    for x in order:
+        if budget is not None:
+            if budget[0] <= 0:
+                return False, -1
+            budget[0] -= 1
+        others = [y for y in order if y != x]
+        if anc[others, x].any():                   # x cannot be the last: one of the others depends on it
+            continue
+        first = anc[others].any(axis=0)
+        first[others] = True
+        y = members[x]                             # the next definition of x's value, after x: live into it
+        got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else \
+            _min_cut_pressure(s, anc, insts, y, first, entry=True)
+        if got[0] <= floor:
+            return False, x
+        cases.append((got[0], x if y < 0 else y, got[1], x))
+    if not cases:
+        return False, -1
+    return (True, *min(cases, key=lambda c: (c[0], c[3])))
+
+
+def refute(program: Program, schedules: list, target: int, cuts: int = REFUTE_CUTS) -> Bound | None:
+    """A bound above ``target`` from a wider case split (bound 5), or None when none is found in ``cuts``
+    minimum cuts.
+
+    Bound 5: the case split of bound 4 over the births together with groups of instructions that the births'
+    descendants read and that descend from no birth (GEMM's later loads of A and B), grouped by opcode and
+    the depth of their first reader. In every order one member of the whole set comes last: a member of a
+    group, with every other member (every birth too) and its ancestors before it; or a birth, as in bound 4.
+    Every case's cut above ``target`` proves the target out of reach; a group one of whose cases is not is
+    dropped and the split tried again without it (any set of instructions gives a true split). Tried on the
+    blocks whose schedule (``schedules``, each in any order) is above ``target``, the highest first; ``target``
+    at least :func:`program_bound`'s registers (else that already proves it). It runs where the set's size
+    times the block's instructions is at most :data:`REFUTE_WORK`.
+
+    Examples
+    --------
+    >>> from engine.workloads import BuildOptions, build_workload
+    >>> p, _, _ = build_workload({"kind": "gemm", "m": 4, "n": 4, "k": 6}, BuildOptions(schedule="k-outer"))
+    >>> b = refute(p, program_schedules(p), 28)
+    >>> b.registers, b.block, program_bound(p).registers, analyze(p).maxlive
+    (29, 'body', 26, 32)
+    >>> refute(p, program_schedules(p), 29) is None
+    True
+    """
+    budget = [cuts]
+    for k in sorted(range(len(schedules)), key=lambda k: (-schedules[k].maxlive, k)):
+        s = schedules[k]
+        if s.maxlive <= target or budget[0] <= 0:
+            break
+        got = _refute_block(s, target, budget)
+        if got is not None:
+            registers, at, live, description = got
+            from engine.ir.core import successors
+
+            names = tuple(program.values)
+            block = program.blocks[k].name
+            through = _no_gaps(s, _ancestors(s), _value_instances(s))[2]
+            return Bound(registers, block, program.block_starts[k] + at, str(s.instructions[at]),
+                         tuple(names[b] for b in _bits(live)), tuple(names[b] for b in _bits(through)),
+                         _on_cycle(successors(program), k), description)
+    return None
+
+
+def _refute_block(s: BlockSchedule, target: int, budget: list) -> tuple | None:
+    anc, insts = _ancestors(s), _value_instances(s)
+    births = _births(s, insts)
+    if len(births) < 2:
+        return None
+    forced = _no_gaps(s, anc, insts)[0]
+    below = anc[:, list(births)].any(axis=1)       # descendants of some birth
+    groups: dict = {}
+    for b, chain in insts.items():
+        if not (s.m1 | s.m2) >> b & 1:
+            continue
+        for d, reads in chain:
+            if d < 0 or d in births or below[d] or not reads or not below[reads].any():
+                continue
+            key = (s.instructions[d].opcode, min(int(anc[r].sum()) for r in reads))
+            groups.setdefault(key, {})[d] = -1
+    if (len(births) + sum(map(len, groups.values()))) * s.n > REFUTE_WORK:
+        return None
+    while groups and budget[0] > 0:
+        members = dict(births)
+        for g in groups.values():
+            members.update(g)
+        dropped = False
+        for key, g in sorted(groups.items()):      # one case of each group first: drop a group that fails
+            budget[0] -= 1
+            if _one_case(s, anc, insts, members, min(g, key=lambda x: (forced[x], x))) <= target:
+                del groups[key]
+                dropped = True
+                break
+        if dropped:
+            continue
+        got = _case_split(s, anc, insts, members, forced, target, budget)
+        if got[0]:
+            registers, at, live, _x = got[1:]
+            ops: dict = {}
+            for (op, _), g in sorted(groups.items()):
+                ops[op] = ops.get(op, 0) + len(g)
+            read = " and ".join(f"{c} {op}" for op, c in ops.items())
+            born = s.instructions[next(iter(births))].opcode
+            return (registers, at, live, (f"at the last of the {len(births)} {born} births of block {{block}} and the "
+                                          f"{read} instructions their descendants read, whichever it is"))
+        failed = got[1]
+        if failed < 0:
+            return None
+        if failed in births:                       # drop the group whose going raises the birth's case most
+            if budget[0] < len(groups):
+                return None
+            budget[0] -= len(groups)
+            raised = {key: _one_case(s, anc, insts, {x: y for x, y in members.items() if x not in g}, failed)
+                      for key, g in sorted(groups.items())}
+            key = max(sorted(raised), key=lambda key: raised[key])
+            if raised[key] <= target and len(groups) == 1:
+                return None
+            del groups[key]
+        else:
+            groups = {key: g for key, g in groups.items() if failed not in g}
+    return None
+
+
+def _one_case(s: BlockSchedule, anc: np.ndarray, insts: dict, members: dict, x: int) -> float:
+    """The registers of the case of ``x`` last among ``members`` (bound 4): infinite where ``x`` cannot be last."""
+    others = [y for y in members if y != x]
+    if anc[others, x].any():
+        return float("inf")
+    first = anc[others].any(axis=0)
+    first[others] = True
+    y = members[x]
+    got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else _min_cut_pressure(s, anc, insts, y, first, entry=True)
+    return got[0]
 
 
 def _births(s: BlockSchedule, insts: dict) -> dict:
@@ -997,7 +1138,8 @@ class TuneResult:
     target : the register count asked for
     maxlive_before, maxlive_after : MAXLIVE of the program (spill code removed) before and after
     lower_bound : a lower bound of MAXLIVE over every reordering within blocks that keeps the dependences
-        (:func:`program_bound`)
+        (:func:`program_bound`; where the search stops above the target and that bound is not, :func:`refute`'s
+        when it finds one above the target)
     registers_before, registers_after : the plan's registers, and the allocator's at the new schedule
     allocator : the allocator run at the new schedule
     seconds : how long the search took
@@ -1141,6 +1283,11 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
         if result.reached or result.maxlive_after > aim or time.monotonic() > deadline:
             break
         aim -= result.registers_after - target
+    if best.maxlive_after > target >= best.lower_bound:     # the search fell short: is the target out of reach?
+        tuned = remove_spill_code(best.plan.program, best.plan.spills)
+        proof = refute(tuned, program_schedules(tuned), target)
+        if proof is not None:
+            best = replace(best, lower_bound=proof.registers, bound_reason=proof.reason(widths_of(tuned)))
     return replace(best, seconds=time.monotonic() - started)
 
 

@@ -16,6 +16,7 @@ from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
 from engine.identity import prove_identity
 from engine.ir.parser import parse
+from engine.ir.spill import remove_spill_code
 from engine.planfile import check_plan
 from engine.predict import predicted_plan
 from engine.tune import (
@@ -30,6 +31,7 @@ from engine.tune import (
     lower_bound,
     program_bound,
     program_schedules,
+    refute,
     scheduled_program,
     tune,
 )
@@ -172,16 +174,32 @@ def test_bound_is_never_above_a_schedule(workload, options):
 def test_gemm_8x8x8_k_outer_bound_is_the_last_accumulator_born():
     """GEMM 8x8x8 k-outer: when the last of the 64 accumulators is born, the other 63 are live, and so are alpha,
     beta, C's address and A's and B's (or the rest of the last accumulator's operands): no order has MAXLIVE below
-    that, and the search's schedule is never below it."""
+    that (bound 4). The search stops above 80, and refute's wider split (the births and the loads of A and B)
+    proves 80 out of reach: every random order and the tuned one are at or above its bound."""
     plan = _plan({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {"schedule": "k-outer"})
     found = program_bound(plan.program)
     assert found.block == "body" and "the value born last of the 64 mul births of block {block}" in found.case
     assert {"alpha", "beta", "ta", "tb", "tc"} <= set(found.live)
     assert 64 + 1 + 1 + 3 * 2 <= found.registers <= analyze(plan.program).maxlive
     r = tune(plan, 80, time_limit=3)
-    assert r.lower_bound == found.registers <= r.maxlive_after < r.maxlive_before
-    assert r.reached or ("a better schedule may exist" in r.why_not and f"with {r.maxlive_after} live (" in r.why_not
-                         and " acc_*" in r.peak)
+    assert 80 < r.lower_bound <= r.maxlive_after < r.maxlive_before and not r.reached
+    assert r.why_not.startswith("no reordering within blocks can reach 80: every order keeps MAXLIVE >= ")
+    assert "64 mul births of block body and the 96 ld.global instructions their descendants read" in r.why_not
+    body = program_schedules(plan.program)[1]
+    rng = random.Random(5)
+    for _ in range(20):
+        body.set_order(_random_order(body, rng))
+        assert r.lower_bound <= body.maxlive
+
+
+def test_refute_is_never_above_the_search_on_small_gemms():
+    """GEMM 4x4x6 k-outer: refute's bound where the search stops (29 there), none above it."""
+    plan = _plan({"kind": "gemm", "m": 4, "n": 4, "k": 6}, {"schedule": "k-outer"})
+    r = tune(plan, 1, time_limit=3)
+    program = remove_spill_code(r.plan.program, r.plan.spills)
+    assert refute(program, program_schedules(program), r.maxlive_after) is None
+    proof = refute(program, program_schedules(program), r.maxlive_after - 1)
+    assert proof is None or proof.registers == r.maxlive_after
 
 
 def _small_blocks(count: int, rng) -> list:
@@ -254,6 +272,9 @@ def test_the_minimum_cut_is_the_least_pressure_over_every_order():
             forced = s.weight(s.defs[x] | sum(1 << b for b, g in gaps.items() if g[x]))
             assert forced <= got, (program, x)
         assert block_bound(s)[0] <= best
+        for target in range(best):
+            proof = refute(program, program_schedules(program), target)
+            assert proof is None or target < proof.registers <= best, (program, target)
         checked += len(orders) > 1
     assert checked > 40
 
