@@ -31,7 +31,9 @@ that runs the allocator at the new schedule. ``lower_bound`` is a true lower
 bound of MAXLIVE over every such reordering (:func:`block_bound` proves it:
 values live through a block, each instruction's least pressure over every
 order by a minimum cut, the block's first position, the last of its
-live-out values' births), and ``bound_reason`` says where it holds.
+live-out values' births; where the search stops above the target and that
+bound is not, :func:`refute` tries a wider case split that may prove the
+target out of reach), and ``bound_reason`` says where it holds.
 
 Examples
 --------
