@@ -491,8 +491,8 @@ CUTS = 12
 #: birth): GEMM 8x8x8's 64 accumulators in its 721 instructions, about three seconds
 BIRTH_WORK = 50_000
 #: the most minimum cuts :func:`refute` spends (GEMM 8x8x8 k-outer's proof that 80 is out of reach takes about
-#: 160), and the most (members x instructions) of a block it works on
-REFUTE_CUTS = 400
+#: 175 of them), and the most (members x instructions) of a block it works on (GEMM 8x8x8: 176 x 721)
+REFUTE_CUTS = 250
 REFUTE_WORK = 150_000
 
 
@@ -847,8 +847,9 @@ def _refute_block(s: BlockSchedule, target: int, budget: list) -> tuple | None:
                 ops[op] = ops.get(op, 0) + len(g)
             read = " and ".join(f"{c} {op}" for op, c in ops.items())
             born = s.instructions[next(iter(births))].opcode
-            return (registers, at, live, (f"at the last of the {len(births)} {born} births of block {{block}} and the "
-                                          f"{read} instructions their descendants read, whichever it is"))
+            where = "at" if at == _x else "just before the next definition of the value made by"
+            return (registers, at, live, (f"{where} the last of the {len(births)} {born} births of block {{block}} "
+                                          f"and the {read} instructions their descendants read, whichever it is"))
         failed = got[1]
         if failed < 0:
             return None
