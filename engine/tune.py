@@ -28,8 +28,12 @@ returned), its MAXLIVE is never above the original's, and the result lists
 the edits that take the plan there: :class:`engine.alloc.hand.Move` edits,
 each legal where it is applied, then one :class:`engine.alloc.hand.Reallocate`
 that runs the allocator at the new schedule. ``lower_bound`` is a true lower
-bound of MAXLIVE over every such reordering (values that the dependence graph
-forces to be live across an instruction).
+bound of MAXLIVE over every such reordering (:func:`block_bound` proves it:
+values live through a block, each instruction's least pressure over every
+order by a minimum cut, the block's first position, the last of its
+live-out values' births; where the search stops above the target and that
+bound is not, :func:`refute` tries a wider case split that may prove the
+target out of reach), and ``bound_reason`` says where it holds.
 
 Examples
 --------
@@ -72,7 +76,8 @@ from engine.ir.spill import has_spill_code, remove_spill_code
 from engine.plan import Plan, registers_used
 from engine.predict import predict
 
-__all__ = ["BlockSchedule", "TuneResult", "describe_edit", "lower_bound", "schedule_edits", "tune"]
+__all__ = ["BlockSchedule", "Bound", "TuneResult", "describe_edit", "lower_bound", "program_bound", "refute", "schedule_edits",
+           "tune"]
 
 #: seconds one tune may search (list scheduling always completes; the local search stops here)
 TIME_LIMIT = 20.0
@@ -478,13 +483,89 @@ def _candidates(s: BlockSchedule, peaks: list):
 
 # -- the lower bound --------------------------------------------------------------------------------------
 
-def lower_bound(program: Program) -> int:
-    """A lower bound of MAXLIVE over every reordering of ``program``'s blocks within their dependences.
+#: how many instructions of each block (those with the most registers forced live, see :func:`program_bound`)
+#: get the exact minimum of their pressure over every order, by a minimum cut; a fixed count, so the bound
+#: is the same on every machine
+CUTS = 12
+#: the most (births x instructions) of one block for which bound 4 of :func:`block_bound` runs (a minimum cut per
+#: birth): GEMM 8x8x8's 64 accumulators in its 721 instructions, about three seconds
+BIRTH_WORK = 50_000
+#: the most minimum cuts :func:`refute` spends (GEMM 8x8x8 k-outer's proof that 80 is out of reach takes about
+#: 175 of them), and the most (members x instructions) of a block it works on (GEMM 8x8x8: 176 x 721)
+REFUTE_CUTS = 250
+REFUTE_WORK = 150_000
 
-    At each instruction ``x``, a value must be live across it when its definition (or the block's entry)
-    comes before ``x`` in every such order, because it is an ancestor of ``x`` in the dependence graph,
-    and a read of that definition comes after ``x`` in every order (a descendant), or it is live out of the
-    block; ``x``'s own results count too. The bound is the largest such sum.
+
+@dataclass(frozen=True)
+class Bound:
+    """A lower bound of MAXLIVE over every reordering within blocks that keeps the dependences, and where it holds.
+
+    Attributes
+    ----------
+    registers : the bound (32-bit registers: 64-bit values count two, predicates none, as MAXLIVE counts them)
+    block : the block where it holds (empty for a program without instructions)
+    instruction : the program index of the instruction at which every order keeps ``registers`` live (-1 when
+        the bound is the block's first position, whichever instruction takes it)
+    text : that instruction
+    live : the values live there in an order that keeps the fewest there (one such set: every order keeps at least
+        as many registers)
+    through : the values live at every point of the block in every order (the ``block``'s own, a part of ``live``)
+    loop : whether ``block`` is on a cycle of the control flow, so its live-in values come round its back edge
+    case : for a case split (bound 4 of :func:`block_bound`), the instructions it is over: the bound holds at
+        whichever of them comes last, ``instruction`` being one (empty: at ``instruction`` itself)
+    """
+
+    registers: int
+    block: str = ""
+    instruction: int = -1
+    text: str = ""
+    live: tuple = ()
+    through: tuple = ()
+    loop: bool = False
+    case: str = ""
+
+    def reason(self, widths: dict) -> str:
+        """Why no reordering within blocks gets MAXLIVE below ``registers``, in words.
+
+        Examples
+        --------
+        >>> Bound(5, "b", 3, "%z:f32 = add %x, %y", ("x", "y", "z"), (), False).reason({"x": 1, "y": 2, "z": 2})
+        'at instruction 3 (%z:f32 = add %x, %y) every order keeps at least 5 live (in an order with the fewest: x, y, z)'
+        """
+        through = sum(widths[v] for v in self.through)
+        if self.case:
+            where = f"{self.case.format(block=self.block)} (e.g. {self.text}),"
+        elif self.instruction >= 0:
+            where = f"at instruction {self.instruction} ({self.text})"
+        else:
+            where = f"at the first instruction of block {self.block}, whichever it is,"
+        head = ""
+        if through:
+            head = (f"{through} register{'s are' if through != 1 else ' is'} live at every point of block {self.block} "
+                    f"in every order{', round its loop back edge' if self.loop else ''} ({families(self.through)}); ")
+        return (f"{head}{where} every order keeps at least {self.registers} live (in an order with the fewest: "
+                f"{families(self.live)})")
+
+
+def families(names) -> str:
+    """Value names grouped by their name less its trailing ``_N`` indices, each group with its count.
+
+    Examples
+    --------
+    >>> families(["q_0_0", "q_0_1", "q_1_0", "tk", "o_0_0"])
+    '3 q_*, tk, o_0_0'
+    """
+    import re
+
+    groups: dict = {}
+    for n in names:
+        groups.setdefault(re.sub(r"(_\d+)+$", "", n), []).append(n)
+    return ", ".join(f"{len(g)} {k}_*" if len(g) > 1 else g[0] for k, g in groups.items())
+
+
+def lower_bound(program: Program) -> int:
+    """A lower bound of MAXLIVE over every reordering of ``program``'s blocks within their dependences (the
+    registers of :func:`program_bound`).
 
     Examples
     --------
@@ -494,44 +575,470 @@ def lower_bound(program: Program) -> int:
     >>> lower_bound(p), analyze(p).maxlive
     (2, 2)
     """
-    return max((_block_bound(s) for s in program_schedules(program)), default=0)
+    return program_bound(program).registers
 
 
-def _block_bound(s: BlockSchedule) -> int:
+def program_bound(program: Program, schedules: list | None = None, cuts: int = CUTS) -> Bound:
+    """The largest of every block's bound (:func:`block_bound`), with where it holds.
+
+    ``schedules``: the program's block schedules (:func:`program_schedules`), read only, each in any order.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block top\\n  %i:i32 = mov 0\\n  %s:f32 = mov 0\\n.block loop\\n"
+    ...           "  %x:f32 = mul %s, 2\\n  %s:f32 = add %s, %x\\n  %i:i32 = add %i, 1\\n  %c:pred = setp.lt %i, 8\\n"
+    ...           "  cbr %c, loop, out\\n.block out\\n  st.global %s, 0, %s\\n  exit\\n")
+    >>> b = program_bound(p)
+    >>> b.registers, b.block, b.instruction, b.through, b.loop, analyze(p).maxlive
+    (3, 'loop', 2, ('i', 's'), True, 3)
+    >>> b.reason(widths_of(p))
+    '2 registers are live at every point of block loop in every order, round its loop back edge (i, s); at instruction 2 (%x:f32 = mul %s, 2) every order keeps at least 3 live (in an order with the fewest: i, s, x)'
+    
+    """
+    from engine.ir.core import successors
+
+    schedules = schedules if schedules is not None else program_schedules(program)
+    names = tuple(program.values)
+    best = Bound(0)
+    succ = successors(program)
+    for k, (block, s) in enumerate(zip(program.blocks, schedules)):
+        got = block_bound(s, cuts)
+        if got[0] > best.registers or not best.block:
+            registers, at, live, through, case = got
+            first = program.block_starts[k]
+            best = Bound(registers, block.name, -1 if at < 0 else first + at, "" if at < 0 else str(s.instructions[at]),
+                         tuple(names[b] for b in _bits(live)), tuple(names[b] for b in _bits(through)),
+                         _on_cycle(succ, k), case)
+    return best
+
+
+def _on_cycle(succ: list, k: int) -> bool:
+    seen, todo = set(), list(succ[k])
+    while todo:
+        b = todo.pop()
+        if b == k:
+            return True
+        if b not in seen:
+            seen.add(b)
+            todo.extend(succ[b])
+    return False
+
+
+def block_bound(s: BlockSchedule, cuts: int = CUTS) -> tuple[int, int, int, int, str]:
+    """A lower bound of MAXLIVE over every order of one block within its dependence graph: (registers, the
+    block-local index of the original instruction where it holds or -1 for the first position, a bit set of the
+    values live there in an order with the fewest, a bit set of the values live everywhere in every order, and
+    for bound 4 which instructions the case split is over, else "").
+
+    Why it holds. An order keeps every dependence, so each block's live-in and live-out sets stay as they are
+    (the module docstring). Follow one value ``v`` through the block: its *instances* are the live-in one (when
+    ``v`` is live in) and one per unguarded definition; an instance is live from its definition (the block's
+    entry for the live-in one) to its last read, and past the block's end when it is the last one and ``v`` is
+    live out. The graph orders each instance's definition before its reads and its reads before the next
+    definition (true and anti dependences), so in every order the instances come one after another and the
+    pressure at instruction ``x`` (what is live after it, and its results) counts the width of every value one
+    of whose instances spans ``x``. Four bounds follow, each true of every order, and the block's is the largest:
+
+    1. *no gap*: ``v`` is dead after ``x`` only where ``x`` falls in a gap: before the first definition when ``v``
+       is not live in, between an instance's last read and the next definition, or after the last instance's
+       last read when ``v`` is not live out. ``x`` can fall in the gap after instance ``k`` only if neither its
+       definition nor any read of it other than ``x`` is a descendant of ``x`` in the graph, and the next
+       definition is not an ancestor (never when the next definition reads the instance: it would come both
+       before and after ``x``); before the first, only if that definition is not an ancestor. Where no gap
+       is open to ``x`` (every order puts ``x`` inside an instance), ``v`` counts at ``x``. So a value live in and
+       out of the block that every definition of which reads it first (an accumulator round a loop) counts
+       everywhere, as does one live through it untouched; ``x``'s own results count too.
+    2. *the first position*: whichever instruction comes first (one with no predecessor), the block's live-in
+       values not last read by it are still live after it: the least such pressure over those instructions.
+    3. *a minimum cut*: at ``x``, the instructions before it are a set closed under predecessors that holds
+       ``x``'s ancestors and none of its descendants, and any such set begins an order (it, then ``x``, then the
+       rest). What is live after ``x`` is then fixed by that set: an instance whose definition is in it and one
+       of whose reads (or the block's end, for a live-out one) is not. The least weight of that over every such
+       set is a minimum s-t cut (a closure problem: an edge of unbounded capacity from each instruction to each
+       predecessor, the definition's edge to the sink carrying the instance's width, and an auxiliary node per
+       instance of several reads that may sit on the source side only with all of them). It is the exact least
+       pressure at ``x`` over every order, found here for the :data:`CUTS` instructions with the most forced
+       by (1), and never less than (1) there.
+    4. *the last birth*: take the instructions where a live-out value's last run of instances begins (its
+       *birth*: from there to the block's end each definition reads the one before, so the value is live from
+       there on in every order), those of one opcode (GEMM's accumulators' first products). In every order one
+       of them comes last, and there the others and all their ancestors are before it: the least of the minimum
+       cuts of (3) at each such birth, with those instructions forced before it, is a bound of every order
+       (a case split; a birth that another depends on is never last). Where the value born at ``x`` is defined
+       again (an accumulator's next product), the case's cut is the least registers live *into* that next
+       definition instead, a lower bound of the instruction just before it: the last birth's value, the other
+       values and the next definition's operands all live there. It runs where births times instructions
+       is at most :data:`BIRTH_WORK`, the cases with the fewest forced by (1) first, and stops at one that is not
+       above the bound so far (the least of them cannot be either).
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %a:f32 = mov 1\\n  %b:f32 = mov 2\\n  %c:f32 = mov 3\\n"
+    ...           "  %d:f32 = add %a, %b\\n  %e:f32 = add %d, %c\\n  st.global %e, 0, %e\\n  exit\\n")
+    >>> registers, at, _, _, _ = block_bound(program_schedules(p)[0])
+    >>> registers, at, analyze(p).maxlive
+    (1, 0, 3)
+
+    The least MAXLIVE of any order here is 2 (a, b, d, c, e), but each instruction alone can have pressure 1 (its
+    operands made just before it): a bound, not always the optimum.
+    """
     n = s.n
     if n == 0:
-        return s.weight(s.live_out)
-    anc = np.zeros((n, n), dtype=bool)          # anc[x, y]: y comes before x in every order
+        return s.weight(s.live_out), -1, s.live_out, s.live_out, ""
+    anc = _ancestors(s)
+    insts = _value_instances(s)
+    forced, forced_bits, everywhere = _no_gaps(s, anc, insts)
+    best_x = int(forced.argmax())
+    best = (int(forced[best_x]), best_x, _forced_set(forced_bits, best_x) | s.defs[best_x], "")
+    first = _first_position(s, insts)
+    if first[0] > best[0]:
+        best = first
+    for x in sorted(range(n), key=lambda x: (-forced[x], x))[:cuts]:
+        got = _min_cut_pressure(s, anc, insts, x)
+        if got[0] > best[0]:
+            best = (got[0], x, got[1], "")
+    births = _births(s, insts)
+    if cuts and 1 < len(births) and len(births) * n <= BIRTH_WORK:
+        got = _case_split(s, anc, insts, births, forced, best[0])
+        if got[0]:
+            registers, at, live, x = got[1:]
+            births_of = f"the {len(births)} {s.instructions[x].opcode} births of block {{block}}"
+            if at == x:
+                best = (registers, x, live, f"at the last of {births_of}, whichever it is")
+            else:
+                best = (registers, at, live,
+                        f"just before the next definition of the value born last of {births_of}, whichever it is")
+    return (*best[:3], everywhere, best[3])
+
+
+def _no_gaps(s: BlockSchedule, anc: np.ndarray, insts: dict) -> tuple[np.ndarray, dict, int]:
+    """Bound 1 of :func:`block_bound` at every instruction: the registers forced there, each value's forced
+    positions, and the values live (or made) everywhere."""
+    n = s.n
+    forced = np.zeros(n, dtype=np.int64)
+    everywhere = 0
+    forced_bits: dict = {}
+    for b, chain in insts.items():
+        w = 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
+        if not w:
+            continue
+        live = _no_gap(anc, chain, (s.live_out >> b) & 1)
+        definers = np.array([(d >> b) & 1 for d in s.defs], dtype=bool)
+        if (live | definers).all():                # live, or made, at every instruction
+            everywhere |= 1 << b
+        live &= ~definers                          # counted with the definer's own results
+        forced += w * live
+        forced_bits[b] = live
+    for x in range(n):
+        forced[x] += s.weight(s.defs[x])
+    return forced, forced_bits, everywhere
+
+
+def _case_split(s: BlockSchedule, anc: np.ndarray, insts: dict, members: dict, forced: np.ndarray, floor: int,
+                budget: list | None = None) -> tuple:
+    """The case split of bound 4 of :func:`block_bound` over ``members`` (instruction -> the next definition of
+    its value, whose live-in registers its case counts, or -1 for its own pressure): (True, registers, where,
+    live, member) with the least case, or (False, member) at the first case at most ``floor`` (the cases
+    tried weakest first by ``forced``) or once ``budget`` (a one-item list: the cuts left) runs out (member -1)."""
+    cases = []
+    order = sorted(members, key=lambda x: (forced[x], x))
+    for x in order:
+        if budget is not None:
+            if budget[0] <= 0:
+                return False, -1
+            budget[0] -= 1
+        others = [y for y in order if y != x]
+        if anc[others, x].any():                   # x cannot be the last: one of the others depends on it
+            continue
+        first = anc[others].any(axis=0)
+        first[others] = True
+        y = members[x]                             # the next definition of x's value, after x: live into it
+        got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else \
+            _min_cut_pressure(s, anc, insts, y, first, entry=True)
+        if got[0] <= floor:
+            return False, x
+        cases.append((got[0], x if y < 0 else y, got[1], x))
+    if not cases:
+        return False, -1
+    return (True, *min(cases, key=lambda c: (c[0], c[3])))
+
+
+def refute(program: Program, schedules: list, target: int, cuts: int = REFUTE_CUTS) -> Bound | None:
+    """A bound above ``target`` from a wider case split (bound 5), or None when none is found in ``cuts``
+    minimum cuts.
+
+    Bound 5: the case split of bound 4 over the births together with groups of instructions that the births'
+    descendants read and that descend from no birth (GEMM's later loads of A and B), grouped by opcode and
+    the depth of their first reader. In every order one member of the whole set comes last: a member of a
+    group, with every other member (every birth too) and its ancestors before it; or a birth, as in bound 4.
+    Every case's cut above ``target`` proves the target out of reach; a group one of whose cases is not is
+    dropped and the split tried again without it (any set of instructions gives a true split). Tried on the
+    blocks whose schedule (``schedules``, each in any order) is above ``target``, the highest first; ``target``
+    at least :func:`program_bound`'s registers (else that already proves it). It runs where the set's size
+    times the block's instructions is at most :data:`REFUTE_WORK`.
+
+    Examples
+    --------
+    >>> from engine.workloads import BuildOptions, build_workload
+    >>> p, _, _ = build_workload({"kind": "gemm", "m": 4, "n": 4, "k": 6}, BuildOptions(schedule="k-outer"))
+    >>> b = refute(p, program_schedules(p), 28)
+    >>> b.registers, b.block, program_bound(p).registers, analyze(p).maxlive
+    (29, 'body', 26, 32)
+    >>> refute(p, program_schedules(p), 29) is None
+    True
+    """
+    budget = [cuts]
+    for k in sorted(range(len(schedules)), key=lambda k: (-schedules[k].maxlive, k)):
+        s = schedules[k]
+        if s.maxlive <= target or budget[0] <= 0:
+            break
+        got = _refute_block(s, target, budget)
+        if got is not None:
+            registers, at, live, description = got
+            from engine.ir.core import successors
+
+            names = tuple(program.values)
+            block = program.blocks[k].name
+            through = _no_gaps(s, _ancestors(s), _value_instances(s))[2]
+            return Bound(registers, block, program.block_starts[k] + at, str(s.instructions[at]),
+                         tuple(names[b] for b in _bits(live)), tuple(names[b] for b in _bits(through)),
+                         _on_cycle(successors(program), k), description)
+    return None
+
+
+def _refute_block(s: BlockSchedule, target: int, budget: list) -> tuple | None:
+    anc, insts = _ancestors(s), _value_instances(s)
+    births = _births(s, insts)
+    if len(births) < 2:
+        return None
+    forced = _no_gaps(s, anc, insts)[0]
+    below = anc[:, list(births)].any(axis=1)       # descendants of some birth
+    groups: dict = {}
+    for b, chain in insts.items():
+        if not (s.m1 | s.m2) >> b & 1:
+            continue
+        for d, reads in chain:
+            if d < 0 or d in births or below[d] or not reads or not below[reads].any():
+                continue
+            key = (s.instructions[d].opcode, min(int(anc[r].sum()) for r in reads))
+            groups.setdefault(key, {})[d] = -1
+    if (len(births) + sum(map(len, groups.values()))) * s.n > REFUTE_WORK:
+        return None
+    while groups and budget[0] > 0:
+        members = dict(births)
+        for g in groups.values():
+            members.update(g)
+        dropped = False
+        for key, g in sorted(groups.items()):      # one case of each group first: drop a group that fails
+            budget[0] -= 1
+            if _one_case(s, anc, insts, members, min(g, key=lambda x: (forced[x], x))) <= target:
+                del groups[key]
+                dropped = True
+                break
+        if dropped:
+            continue
+        got = _case_split(s, anc, insts, members, forced, target, budget)
+        if got[0]:
+            registers, at, live, _x = got[1:]
+            ops: dict = {}
+            for (op, _), g in sorted(groups.items()):
+                ops[op] = ops.get(op, 0) + len(g)
+            read = " and ".join(f"{c} {op}" for op, c in ops.items())
+            born = s.instructions[next(iter(births))].opcode
+            where = "at" if at == _x else "just before the next definition of the value made by"
+            return (registers, at, live, (f"{where} the last of the {len(births)} {born} births of block {{block}} "
+                                          f"and the {read} instructions their descendants read, whichever it is"))
+        failed = got[1]
+        if failed < 0:
+            return None
+        if failed in births:                       # drop the group whose going raises the birth's case most
+            if budget[0] < len(groups):
+                return None
+            budget[0] -= len(groups)
+            raised = {key: _one_case(s, anc, insts, {x: y for x, y in members.items() if x not in g}, failed)
+                      for key, g in sorted(groups.items())}
+            key = max(sorted(raised), key=lambda key: raised[key])
+            if raised[key] <= target and len(groups) == 1:
+                return None
+            del groups[key]
+        else:
+            groups = {key: g for key, g in groups.items() if failed not in g}
+    return None
+
+
+def _one_case(s: BlockSchedule, anc: np.ndarray, insts: dict, members: dict, x: int) -> float:
+    """The registers of the case of ``x`` last among ``members`` (bound 4): infinite where ``x`` cannot be last."""
+    others = [y for y in members if y != x]
+    if anc[others, x].any():
+        return float("inf")
+    first = anc[others].any(axis=0)
+    first[others] = True
+    y = members[x]
+    got = _min_cut_pressure(s, anc, insts, x, first) if y < 0 else _min_cut_pressure(s, anc, insts, y, first, entry=True)
+    return got[0]
+
+
+def _births(s: BlockSchedule, insts: dict) -> dict:
+    """Bound 4 of :func:`block_bound`: the instructions where a live-out value begins the run of instances that
+    lasts to the block's end (each next definition reading the one before), those of the opcode with the most,
+    each with the value's next definition (-1: none)."""
+    by_opcode: dict = {}
+    for b in _bits(s.live_out):
+        chain = insts.get(b)
+        if not chain or not (s.m1 | s.m2) >> b & 1:
+            continue
+        k = len(chain) - 1
+        while k > 0 and chain[k][0] >= 0 and chain[k][0] in chain[k - 1][1]:
+            k -= 1
+        d = chain[k][0]
+        if d >= 0 and not (k > 0 and d in chain[k - 1][1]):
+            by_opcode.setdefault(s.instructions[d].opcode, {})[d] = chain[k + 1][0] if k + 1 < len(chain) else -1
+    return dict(sorted(max(by_opcode.values(), key=lambda g: (len(g), -min(g)), default={}).items()))
+
+
+def _forced_set(forced_bits: dict, x: int) -> int:
+    return sum(1 << b for b, live in forced_bits.items() if live[x])
+
+
+def _ancestors(s: BlockSchedule) -> np.ndarray:
+    """anc[x, y]: ``y`` comes before ``x`` in every order (an ancestor in the graph)."""
+    n = s.n
+    anc = np.zeros((n, n), dtype=bool)
     for x in range(n):                           # the original order is topological
         for p in s.preds[x]:
             anc[x, p] = True
             anc[x] |= anc[p]
-    readers_left = _instance_readers(s)
-    instances: dict = {}
-    for i in range(n):
-        for key in s._instance_of[i]:
-            instances.setdefault(key, []).append(i)
-    for b, d in s._last_def.items():             # a definition live out with no read in the block
-        if (s.live_out >> b) & 1:
-            instances.setdefault((b, d), [])
-    for b in _bits(s.live_out):                  # live through the block untouched
-        instances.setdefault((b, -1), [])
-    del readers_left
-    bound = np.zeros(n, dtype=np.int64)
-    for (b, d), readers in instances.items():
-        w = 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
-        if not w:
+    return anc
+
+
+def _value_instances(s: BlockSchedule) -> dict:
+    """value bit -> its instances in order, each [definition (-1: the live-in one), its reads]."""
+    live_in = _block_live_in(s)
+    chains: dict = {b: [[-1, []]] for b in _bits(live_in)}
+    for i in range(s.n):
+        for b in _bits(s.uses[i]):
+            chains.setdefault(b, [[-1, []]])[-1][1].append(i)
+        for b in _bits(s.kill[i]):
+            chains.setdefault(b, []).append([i, []])
+    for b in _bits(s.live_out):
+        chains.setdefault(b, [[-1, []]])            # live through, untouched (or only guarded definitions)
+    return chains
+
+
+def _no_gap(anc: np.ndarray, chain: list, out: int) -> np.ndarray:
+    """Where no order leaves the value dead after the instruction (bound 1 of :func:`block_bound`)."""
+    n = anc.shape[0]
+    live = np.ones(n, dtype=bool)
+    if chain[0][0] >= 0:                           # not live in: the gap before the first definition
+        live &= anc[:, chain[0][0]]
+    for k, (d, reads) in enumerate(chain):
+        if k == len(chain) - 1 and out:
+            break
+        if k + 1 < len(chain) and chain[k + 1][0] in reads:
+            continue                               # the next definition reads this one: no gap between them
+        members = reads + ([d] if d >= 0 else [])
+        open_ = ~anc[members, :].any(axis=0) if members else np.ones(n, dtype=bool)
+        if k + 1 < len(chain):
+            open_ &= ~anc[:, chain[k + 1][0]]
+        live &= ~open_
+    return live
+
+
+def _first_position(s: BlockSchedule, insts: dict) -> tuple[int, int, int]:
+    """Bound 2 of :func:`block_bound`: the least pressure at the block's first position, over the instructions
+    that may take it."""
+    live_in = _block_live_in(s)
+    dying_by: dict = {}
+    for b, chain in insts.items():
+        d, reads = chain[0]
+        if d < 0 and len(set(reads)) == 1 and not (len(chain) == 1 and (s.live_out >> b) & 1):
+            dying_by.setdefault(reads[0], 0)
+            dying_by[reads[0]] |= 1 << b
+    best = None
+    for i in range(s.n):
+        if s.preds[i]:
             continue
-        before = np.ones(n, dtype=bool) if d < 0 else anc[:, d].copy()
-        out = (s.live_out >> b) & 1 and s._last_def.get(b, -1) == d
-        after = np.ones(n, dtype=bool) if out else (anc[readers, :].any(axis=0) if readers else np.zeros(n, bool))
-        across = before & after
-        definers = [x for x in range(n) if (s.defs[x] >> b) & 1]
-        across[definers] = False                 # counted with their own results below
-        bound += w * across
-    for x in range(n):
-        bound[x] += s.weight(s.defs[x])
-    return int(bound.max())
+        live = (live_in & ~dying_by.get(i, 0)) | s.defs[i]
+        if best is None or s.weight(live) < best[0]:
+            best = (s.weight(live), -1, live, "")
+    return best
+
+
+def _min_cut_pressure(s: BlockSchedule, anc: np.ndarray, insts: dict, x: int, first: np.ndarray | None = None,
+                      entry: bool = False) -> tuple[int, int]:
+    """Bound 3 of :func:`block_bound` at ``x``: the least pressure there over every order (every order that puts
+    the instructions of ``first`` before ``x``, when given), and the values live there in one order that has it.
+    ``entry``: the least registers live into ``x`` instead (its operands still live, its results not yet made),
+    which the instruction just before ``x`` has at least."""
+    import networkx as nx
+
+    before = anc[x].copy()
+    before[x] = not entry                          # x's reads are done and its results are made at x
+    if first is not None:
+        before |= first
+    after = anc[:, x].copy()                       # x's descendants
+    after[x] = entry
+    free = ~before & ~after
+    g = nx.DiGraph()
+    g.add_nodes_from(("s", "t"))
+    for y in np.flatnonzero(free):
+        for p in s.preds[y]:
+            if free[p]:
+                g.add_edge(("i", int(y)), ("i", int(p)))           # y before x => its predecessors too
+    side = lambda i: "S" if i < 0 or before[i] else "T" if after[i] else "F"
+    constant, candidates = 0, []
+    for b, chain in insts.items():
+        w = 2 if (s.m2 >> b) & 1 else 1 if (s.m1 >> b) & 1 else 0
+        if not w or (not entry and (s.defs[x] >> b) & 1):
+            continue
+        for k, (d, reads) in enumerate(chain):
+            where = side(d)
+            if where == "T":
+                continue
+            out = k == len(chain) - 1 and (s.live_out >> b) & 1
+            later = out or any(after[r] for r in reads)
+            free_reads = sorted({r for r in reads if free[r]})
+            if not later and not free_reads:
+                continue                            # every read before x: dead there
+            candidates.append((b, d, free_reads, later))
+            if later:                               # live there exactly when its definition is before x
+                if where == "S":
+                    constant += w
+                else:
+                    _add_capacity(g, ("i", d), "t", w)
+            elif len(free_reads) == 1:              # live when the definition is before x and the read is not
+                _add_capacity(g, "s" if where == "S" else ("i", d), ("i", free_reads[0]), w)
+            else:                                   # w [d before] - w [every read before], with an auxiliary node
+                z = ("z", b, d)
+                if where == "S":
+                    constant += w
+                else:
+                    _add_capacity(g, ("i", d), "t", w)
+                _add_capacity(g, "s", z, w)
+                constant -= w
+                for r in free_reads:
+                    g.add_edge(z, ("i", r))
+    cut, (source_side, _) = nx.minimum_cut(g, "s", "t")
+    placed = lambda i: i < 0 or before[i] or (free[i] and ("i", i) in source_side)
+    made = 0 if entry else s.defs[x]
+    live = made
+    for b, d, free_reads, later in candidates:
+        if placed(d) and (later or any(not placed(r) for r in free_reads)):
+            live |= 1 << b
+    if constant + cut + s.weight(made) != s.weight(live):     # the cut prices what its side leaves live
+        raise AssertionError(f"tune's bound: the cut at instruction {x} costs {constant + cut}, its live set "
+                             f"{s.weight(live) - s.weight(made)}")
+    return s.weight(live), live
+
+
+def _add_capacity(g, u, v, w: int) -> None:
+    if g.has_edge(u, v):
+        if "capacity" in g[u][v]:
+            g[u][v]["capacity"] += w
+    else:
+        g.add_edge(u, v, capacity=w)
 
 
 # -- edits ------------------------------------------------------------------------------------------------
@@ -633,11 +1140,15 @@ class TuneResult:
     edits : the edits from the plan to ``plan``: :class:`Move` edits, then one :class:`Reallocate`
     target : the register count asked for
     maxlive_before, maxlive_after : MAXLIVE of the program (spill code removed) before and after
-    lower_bound : a lower bound of MAXLIVE over every reordering within the dependences (:func:`lower_bound`)
+    lower_bound : a lower bound of MAXLIVE over every reordering within blocks that keeps the dependences
+        (:func:`program_bound`; where the search stops above the target and that bound is not, :func:`refute`'s
+        when it finds one above the target)
     registers_before, registers_after : the plan's registers, and the allocator's at the new schedule
     allocator : the allocator run at the new schedule
     seconds : how long the search took
     phases : MAXLIVE after each phase that ran, in order (``("original", 88), ("list", 80), ...)``)
+    bound_reason : why no such reordering has MAXLIVE below ``lower_bound`` (:meth:`Bound.reason`)
+    peak : where the tuned schedule reaches ``maxlive_after``, its first such instruction and what is live there
     """
 
     plan: Plan
@@ -651,6 +1162,8 @@ class TuneResult:
     allocator: str
     seconds: float
     phases: tuple
+    bound_reason: str = ""
+    peak: str = ""
 
     @property
     def moves(self) -> int:
@@ -666,11 +1179,12 @@ class TuneResult:
         if self.reached:
             return None
         if self.lower_bound > self.target:
-            return (f"no reordering within the dependences can: the dependence graph forces MAXLIVE >= "
-                    f"{self.lower_bound} (lower bound), above the target {self.target}")
+            return (f"no reordering within blocks can reach {self.target}: every order keeps MAXLIVE >= "
+                    f"{self.lower_bound} (lower bound): {self.bound_reason}")
         if self.maxlive_after > self.target:
-            return (f"the search reached MAXLIVE {self.maxlive_after}, not {self.target} (the dependence graph's "
-                    f"lower bound is {self.lower_bound}, so a better schedule may exist)")
+            return (f"the search reached MAXLIVE {self.maxlive_after}, not {self.target} (the lower bound over every "
+                    f"reordering within blocks is {self.lower_bound}, so a better schedule may exist); its peak: "
+                    f"{self.peak}")
         return (f"MAXLIVE is {self.maxlive_after}, but {self.allocator} needs {self.registers_after} registers at "
                 "that schedule (64-bit pairs are even-aligned)")
 
@@ -760,12 +1274,13 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
         raise TuneError(f"target {target} registers is outside 1..{plan.budget} (the plan's budget)")
     name = _allocator_of(plan, allocator)
     started = time.monotonic()
-    deadline = started + time_limit
     program = remove_spill_code(plan.program, plan.spills)
     before = analyze(program).maxlive
     aim, best = target, None
     schedules = program_schedules(program)
-    bound = max(_block_bound(s) for s in schedules)
+    found = program_bound(program, schedules)
+    bound = (found.registers, found.reason(widths_of(program)))
+    deadline = time.monotonic() + time_limit     # the search's own time, the bound's not counted in it
     for _ in range(4):
         tuned, phases = _search(program, aim, deadline, schedules)
         result = _finish(plan, program, tuned, name, target, before, bound, phases)
@@ -774,12 +1289,18 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
         if result.reached or result.maxlive_after > aim or time.monotonic() > deadline:
             break
         aim -= result.registers_after - target
+    if best.maxlive_after > target >= best.lower_bound:     # the search fell short: is the target out of reach?
+        tuned = remove_spill_code(best.plan.program, best.plan.spills)
+        proof = refute(tuned, program_schedules(tuned), target)
+        if proof is not None:
+            best = replace(best, lower_bound=proof.registers, bound_reason=proof.reason(widths_of(tuned)))
     return replace(best, seconds=time.monotonic() - started)
 
 
-def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int, bound: int,
+def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int, before: int, bound: tuple,
             phases: tuple) -> TuneResult:
-    """The result of one search (its ``seconds`` set by the caller, who times the searches together)."""
+    """The result of one search (its ``seconds`` set by the caller, who times the searches together); ``bound``:
+    the lower bound's registers and its reason."""
     problem = reordering_problem(tuned, program, "the plan's")
     if problem:                                   # a bug in the search, never the user's: say it plainly
         raise AssertionError(f"tune broke a dependence: {problem}")
@@ -790,8 +1311,11 @@ def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int
     allocation = allocate(name, tuned, plan.budget, after)
     new = allocation.plan(workload=plan.workload, options=plan.options).with_(allocator="hand")
     new = new.with_(predicted=predict(new, allocation.analysis, allocation.spill_code, allocation.original_analysis))
-    return TuneResult(new, (*edits, Reallocate(name)), target, before, after.maxlive, bound,
-                      registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases)
+    peak = (f"instruction {after.peak} ({tuned.instructions[after.peak]}) with {after.maxlive} live "
+            f"({families(after.live_at(after.peak))})") if tuned.instructions else ""
+    return TuneResult(new, (*edits, Reallocate(name)), target, before, after.maxlive, bound[0],
+                      registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases, bound[1],
+                      peak)
 
 
 def apply_edits(plan: Plan, edits) -> Plan:

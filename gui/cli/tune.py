@@ -132,7 +132,7 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
             text = f"move instruction {e.index} ({ins}) to {e.to}"
         print(f"  {k}. {text}")
     optimal = ", so no reordering does better" if r.maxlive_after == r.lower_bound else ""
-    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound of the dependence graph: {r.lower_bound}"
+    print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound over every reordering within blocks: {r.lower_bound}"
           f"{optimal}); "
           f"search: " + ", ".join(f"{name} {m}" for name, m in r.phases) + f"; {r.seconds:.2f} s")
     print(f"{r.allocator} at the new schedule: {r.registers_after} registers of {plan.budget} "
@@ -154,7 +154,7 @@ def _report(args, plan, r, why, identity) -> dict:
 
     out = {"plan": args.plan, "target": r.target, "target_from": why, "edits": [describe_edit(e) for e in r.edits],
            "maxlive_before": r.maxlive_before, "maxlive_after": r.maxlive_after, "lower_bound": r.lower_bound,
-           "allocator": r.allocator, "registers_before": r.registers_before, "registers_after": r.registers_after,
+           "lower_bound_reason": r.bound_reason, "peak": r.peak, "allocator": r.allocator, "registers_before": r.registers_before, "registers_after": r.registers_after,
            "reached": r.reached, "why_not": r.why_not, "seconds": round(r.seconds, 3),
            "phases": [list(p) for p in r.phases], "identity": None if identity is None else identity.text}
     if not args.no_ptxas:

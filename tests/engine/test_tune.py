@@ -15,14 +15,23 @@ from engine.analysis.dependence import reordering_problem
 from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
 from engine.identity import prove_identity
+from engine.ir.parser import parse
+from engine.ir.spill import remove_spill_code
 from engine.planfile import check_plan
 from engine.predict import predicted_plan
 from engine.tune import (
     TuneError,
+    _ancestors,
+    _min_cut_pressure,
+    _no_gap,
+    _value_instances,
     apply_edits,
+    block_bound,
     block_graph,
     lower_bound,
+    program_bound,
     program_schedules,
+    refute,
     scheduled_program,
     tune,
 )
@@ -126,6 +135,161 @@ def test_lower_bound_is_below_every_maxlive_found():
     for workload, options in GEMM[:3]:
         program, _, _ = build_workload(workload, BuildOptions(**options))
         assert 0 < lower_bound(program) <= analyze(program).maxlive
+
+
+def _random_order(s, rng) -> list:
+    """A uniformly chosen ready instruction at each step: a random order within the block's dependences."""
+    left = [len(p) for p in s.preds]
+    ready, order = [i for i in range(s.n) if not left[i]], []
+    while ready:
+        i = ready.pop(rng.randrange(len(ready)))
+        order.append(i)
+        for j in s.succs[i]:
+            left[j] -= 1
+            if not left[j]:
+                ready.append(j)
+    return order
+
+
+BOUNDED = GEMM + MHA + [({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {"schedule": "k-outer"}),
+                        ({"kind": "gemm", "m": 8, "n": 4, "k": 6}, {"schedule": "load-all-first"}),
+                        ({"kind": "mha", "heads": 16, "batch": 1, "head_dim": 64, "groups": 2}, {})]
+
+
+@pytest.mark.parametrize("workload,options", BOUNDED)
+def test_bound_is_never_above_a_schedule(workload, options):
+    """The bound against the program's own order and 30 random orders within the dependences (each block's
+    MAXLIVE against its own bound); the tuned schedules are checked against it in the tests above and below."""
+    program, _, _ = build_workload(workload, BuildOptions(**options))
+    schedules = program_schedules(program)
+    bounds = [block_bound(s)[0] for s in schedules]
+    assert max(s.weight(s.live_out) for s in schedules) <= max(bounds) <= analyze(program).maxlive
+    rng = random.Random(11)
+    for s, bound in zip(schedules, bounds):
+        for _ in range(30):
+            s.set_order(_random_order(s, rng))
+            assert bound <= s.maxlive
+
+
+def test_gemm_8x8x8_k_outer_bound_is_the_last_accumulator_born():
+    """GEMM 8x8x8 k-outer: when the last of the 64 accumulators is born, the other 63 are live, and so are alpha,
+    beta, C's address and A's and B's (or the rest of the last accumulator's operands): no order has MAXLIVE below
+    that (bound 4). The search stops above 80, and refute's wider split (the births and the loads of A and B)
+    proves 80 out of reach: every random order and the tuned one are at or above its bound."""
+    plan = _plan({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {"schedule": "k-outer"})
+    found = program_bound(plan.program)
+    assert found.block == "body" and "the value born last of the 64 mul births of block {block}" in found.case
+    assert {"alpha", "beta", "ta", "tb", "tc"} <= set(found.live)
+    assert 64 + 1 + 1 + 3 * 2 <= found.registers <= analyze(plan.program).maxlive
+    r = tune(plan, 80, time_limit=3)
+    assert 80 < r.lower_bound <= r.maxlive_after < r.maxlive_before and not r.reached
+    assert r.why_not.startswith("no reordering within blocks can reach 80: every order keeps MAXLIVE >= ")
+    assert "64 mul births of block body and the 96 ld.global instructions their descendants read" in r.why_not
+    body = program_schedules(plan.program)[1]
+    rng = random.Random(5)
+    for _ in range(20):
+        body.set_order(_random_order(body, rng))
+        assert r.lower_bound <= body.maxlive
+
+
+def test_refute_is_never_above_the_search_on_small_gemms():
+    """GEMM 4x4x6 k-outer: refute's bound where the search stops (29 there), none above it."""
+    plan = _plan({"kind": "gemm", "m": 4, "n": 4, "k": 6}, {"schedule": "k-outer"})
+    r = tune(plan, 1, time_limit=3)
+    program = remove_spill_code(r.plan.program, r.plan.spills)
+    assert refute(program, program_schedules(program), r.maxlive_after) is None
+    proof = refute(program, program_schedules(program), r.maxlive_after - 1)
+    assert proof is None or proof.registers == r.maxlive_after
+
+
+def _small_blocks(count: int, rng) -> list:
+    """Random straight-line blocks of 4 to 8 instructions over a few values, some live in (read before any
+    definition), some live out (read by the next block), some redefined, some under a guard (which kills
+    nothing), a 64-bit address live through."""
+    blocks = []
+    names = ["a", "b", "c", "d"]
+    for _ in range(count):
+        lines = []
+        for _ in range(rng.randrange(3, 7)):
+            x, y, z = rng.choice(names), rng.choice(names), rng.choice(names)
+            lines.append(rng.choice([f"  %{x}:f32 = add %{y}, %{z}", f"  %{x}:f32 = ld.global %p, 0",
+                                     f"  %{x}:f32 = mul %{y}, 2", f"  st.global %p, 4, %{y}",
+                                     f"  %{x}:f32 = @%q mov %{y}"]))
+        text = ".kernel k\n.block top\n  %p:u64 = param P\n  %q:pred = setp.lt %p, 4\n"
+        text += "".join(f"  %{v}:f32 = mov 1\n" for v in names)
+        text += ".block b\n" + "\n".join(lines) + "\n  st.global %p, 8, %a\n"
+        text += ".block tail\n" + "".join(f"  st.global %p, 12, %{v}\n" for v in names[1:3])
+        blocks.append(parse(text + "  exit\n"))
+    return blocks
+
+
+def _every_order(s) -> list:
+    out = []
+
+    def grow(order, left, ready):
+        if not ready:
+            out.append(list(order))
+            return
+        for i in sorted(ready):
+            order.append(i)
+            now = set(ready) - {i}
+            for j in s.succs[i]:
+                left[j] -= 1
+                if not left[j]:
+                    now.add(j)
+            grow(order, left, now)
+            for j in s.succs[i]:
+                left[j] += 1
+            order.pop()
+
+    grow([], [len(p) for p in s.preds], {i for i in range(s.n) if not s.preds[i]})
+    return out
+
+
+def test_the_minimum_cut_is_the_least_pressure_over_every_order():
+    """On random small blocks, every order enumerated: at each instruction the cut's pressure (and the registers
+    live into it) is exactly the least over every order, the no-gap count never above it, and the block's bound
+    never above its best MAXLIVE."""
+    rng = random.Random(3)
+    checked = 0
+    for program in _small_blocks(80, rng):
+        s = program_schedules(program)[1]
+        orders = _every_order(s)
+        least, into = [10**9] * s.n, [10**9] * s.n
+        best = 10**9
+        for order in orders:
+            s.set_order(order)
+            best = min(best, s.maxlive)
+            for p, i in enumerate(order):
+                least[i] = min(least[i], s.pressure[p])
+                into[i] = min(into[i], s.weight(s._live_before(p)))
+        anc, insts = _ancestors(s), _value_instances(s)
+        gaps = {b: _no_gap(anc, chain, (s.live_out >> b) & 1) for b, chain in insts.items()}
+        for x in range(s.n):
+            got, live = _min_cut_pressure(s, anc, insts, x)
+            assert got == least[x] and s.weight(live) == got, (program, x)
+            assert _min_cut_pressure(s, anc, insts, x, entry=True)[0] == into[x], (program, x)
+            forced = s.weight(s.defs[x] | sum(1 << b for b, g in gaps.items() if g[x]))
+            assert forced <= got, (program, x)
+        assert block_bound(s)[0] <= best
+        for target in range(best):
+            proof = refute(program, program_schedules(program), target)
+            assert proof is None or target < proof.registers <= best, (program, target)
+        checked += len(orders) > 1
+    assert checked > 40
+
+
+def test_mha_bound_says_no_reordering_reaches_the_next_step():
+    """The design note's MHA (32 heads, head_dim 64, 4 groups): the softmax holds a row's 16 scores while the other
+    rows' scores or their keys wait, on top of the 43 registers live round the loop; ptxas-free."""
+    plan = _plan(*MHA[1])
+    program = plan.program
+    found = program_bound(program)
+    assert found.registers > 96 and found.block == "kv0" and found.loop
+    assert found.registers <= analyze(program).maxlive
+    r = tune(plan, 96, time_limit=2)
+    assert not r.reached and r.lower_bound == found.registers
+    assert r.why_not.startswith("no reordering within blocks can reach 96") and "round its loop back edge" in r.why_not
 
 
 def test_refusals():

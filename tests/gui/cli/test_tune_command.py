@@ -39,3 +39,21 @@ def test_tune_json_and_refusals(tmp_path, capsys):
     assert main(["tune", path, "--target-registers", "20", "--next-step"]) == 2
     assert main(["tune", str(tmp_path / "missing.json"), "--next-step"]) == 2
     assert "regtune: error:" in capsys.readouterr().err
+
+
+def test_tune_says_when_no_reordering_can_reach_the_step(tmp_path, capsys):
+    """The design note's MHA (32 heads, head_dim 64, 4 groups): the bound is above the next step, and tune says so,
+    with where, instead of 'a better schedule may exist'."""
+    path = str(tmp_path / "mha.json")
+    assert main(["allocate", "mha", "--heads", "32", "--batch", "1", "--head-dim", "64", "--groups", "4",
+                 "--allocator", "dsatur", "--out", path, "--no-verify"]) == 0
+    capsys.readouterr()
+    assert main(["tune", path, "--next-step", "--no-ptxas", "--time-limit", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["target"] == 96 and data["lower_bound"] > data["target"] and not data["reached"]
+    assert data["why_not"].startswith("no reordering within blocks can reach 96: every order keeps MAXLIVE >= ")
+    assert data["lower_bound_reason"] in data["why_not"] and "block kv0" in data["lower_bound_reason"]
+    assert main(["tune", path, "--next-step", "--no-ptxas", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"lower bound over every reordering within blocks: {data['lower_bound']})" in out
+    assert "round its loop back edge" in out and "may exist" not in out
