@@ -48,10 +48,19 @@ Definitions
   it issues). **ILP** = instructions on the path / critical path.
 - **Reference**: the program without spill code with true dependences
   only: unlimited registers, no reuse.
-- **Issue model**: cycles per warp for one warp issuing in order, one
-  instruction per cycle, each waiting for its true and false dependences:
-  ``issue(i) = max(issue(i-1) + 1, max over edges p->i of issue(p) +
-  weight)``, ending when the last result is written.
+- **Issue model** (``cycles``, "cycles/warp (model)"): cycles per warp for
+  one warp issuing one instruction per cycle, each waiting for its true and
+  false dependences, in the order a list scheduler gives each run of a
+  block (:func:`list_schedule`: of the instructions whose dependences are
+  met, the one with the longest path to the end first), ending when the
+  last result is written. ptxas schedules the PTX it is given so (its SASS
+  issues a block's loads ahead of the arithmetic the plan interleaves them
+  with), so the plan's order is not the kernel's; the plan's registers
+  are: a false dependence is an edge the scheduler must keep, and what a
+  reuse costs is the hoisting it forbids.
+- **In order** (``in_order_cycles``): the same warp issuing the path in
+  its own order, nothing moved: ``issue(i) = max(issue(i-1) + 1, max over
+  edges p->i of issue(p) + weight)``.
 - Global and shared memory accesses are not ordered by address (the plan
   changes none of them); only spill slots are.
 
@@ -236,6 +245,9 @@ class DependenceGraph:
     finish : cycles from each node's issue until it is done (its latency when it defines a value, else 1)
     src, dst, weight, kind : the edges (src < dst), their weights in cycles and kinds (RAW, WAR, WAW)
     arch : the latency table's architecture
+    region : each node's scheduling region, non-decreasing along the path: one run of a block (a block instance;
+        a loop's body is one region per trip); None: each node its own region (program order)
+    last : whether a node must issue last in its region (a block's terminator: ``br``, ``cbr``, ``exit``)
     """
 
     path: Path
@@ -246,6 +258,8 @@ class DependenceGraph:
     weight: np.ndarray
     kind: np.ndarray
     arch: str
+    region: np.ndarray | None = None
+    last: np.ndarray | None = None
 
     def count(self, kind: int) -> int:
         """Edges of one kind."""
@@ -282,7 +296,31 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     src, dst, weight = (np.concatenate([e[i] for e in edges]).astype(np.int64) for i in range(3))
     kind = np.concatenate([np.full(len(e[0]), e[3], dtype=np.int8) for e in edges])
     keep = _distinct_edges(src, dst, kind, len(path))
-    return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch)
+    terminator = np.array([ins.is_terminator for ins in program.instructions], dtype=bool)
+    return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch,
+                           block_regions(program, path), terminator[path.indices])
+
+
+def block_regions(program: Program, path: Path) -> np.ndarray:
+    """Each node's scheduling region along ``path``: a new region wherever the path leaves a block or runs a block
+    again (a loop's next trip), so a region is one run of one block.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block loop\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 3\\n  cbr %p, loop, done\\n.block done\\n  exit\\n")
+    >>> block_regions(p, executed_path(p)).tolist()
+    [0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4]
+    """
+    n = len(program.instructions)
+    block = np.zeros(n, dtype=np.int64)
+    block[[b for b in program.block_starts[1:] if b < n]] = 1
+    block = np.cumsum(block)[path.indices]
+    idx = path.indices
+    new = np.ones(len(idx), dtype=bool)
+    new[1:] = (idx[1:] != idx[:-1] + 1) | (block[1:] != block[:-1])
+    return (np.cumsum(new) - 1).astype(np.int64)
 
 
 def war_weight(read: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -428,15 +466,17 @@ def _false(reads, writes, n: int):
 
 @dataclass(frozen=True)
 class Schedule:
-    """The dependence graph's timing: dataflow start cycles, in-order issue cycles, and their ends.
+    """The dependence graph's timing: dataflow start cycles, list-scheduled issue cycles, and their ends.
 
     Attributes
     ----------
     start : earliest issue cycle of each node with unlimited issue (the dataflow limit)
-    issue : issue cycle of each node under the in-order, one-per-cycle issue model
+    issue : issue cycle of each node under the list-scheduled issue model (:func:`list_schedule`)
     critical_path : cycles until the last node is done, dataflow
-    cycles : cycles until the last node is done, issue model (cycles per warp)
+    cycles : cycles until the last node is done, list-scheduled issue model (cycles per warp)
     chain : nodes on one critical path, in order; chain_kinds: the kind of the edge into each (-1: none)
+    in_order_cycles : cycles until the last node is done when the warp issues in the path's own order (the
+        plan's order, nothing moved), one instruction a cycle
     """
 
     start: np.ndarray
@@ -445,10 +485,12 @@ class Schedule:
     cycles: int
     chain: tuple[int, ...]
     chain_kinds: tuple[int, ...]
+    in_order_cycles: int = 0
 
 
 def schedule(graph: DependenceGraph) -> Schedule:
-    """Longest paths through ``graph``: the dataflow critical path and the issue model's cycles.
+    """Longest paths through ``graph``: the dataflow critical path, the in-order issue cycles and the
+    list-scheduled issue cycles (:func:`list_schedule`).
 
     A scan in path order (edges always point forward); each node takes the latest of its in-edges.
     """
@@ -456,13 +498,14 @@ def schedule(graph: DependenceGraph) -> Schedule:
     order = np.argsort(graph.dst, kind="stable")
     src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
     ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
-    start, issue, into = _scan(n, src, weight, ptr)
+    start, in_order, into = _scan(n, src, weight, ptr)
     done = np.asarray(start, dtype=np.int64) + graph.finish
-    issued = np.asarray(issue, dtype=np.int64) + graph.finish
     if not n:
-        return Schedule(done, issued, 0, 0, (), ())
+        return Schedule(done, done, 0, 0, (), (), 0)
+    issue = list_schedule(graph)
     chain, kinds = _chain(int(np.argmax(done)), into, src, graph.kind[order].tolist())
-    return Schedule(np.asarray(start), np.asarray(issue), int(done.max()), int(issued.max()), chain, kinds)
+    return Schedule(np.asarray(start), issue, int(done.max()), int((issue + graph.finish).max()), chain, kinds,
+                    int((np.asarray(in_order, dtype=np.int64) + graph.finish).max()))
 
 
 def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]:
@@ -478,6 +521,101 @@ def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]
         start[t], into[t], issue[t] = best, edge, at
         prev = at
     return start, issue, into
+
+
+def list_schedule(graph: DependenceGraph) -> np.ndarray:
+    """The issue cycle of each node when a compiler's list scheduler orders each region and one warp issues the
+    result in order, one instruction a cycle (a model).
+
+    The scheduler is the classic cycle-driven list scheduler (Gibbons and Muchnick, "Efficient Instruction
+    Scheduling for a Pipelined Architecture", SIGPLAN '86; Muchnick, "Advanced Compiler Design and
+    Implementation", 1997, section 17.1.2): regions (``graph.region``: each run of a block) are scheduled one
+    after the other; within one, each cycle it issues, of the nodes whose every in-edge is satisfied by then, the
+    one with the longest path to the end of the graph (its height: weights plus its own ``finish``; ties in path
+    order), and when none is ready it waits for the first that will be. Every edge holds: a true dependence
+    waits its producer's latency, a false one (the plan's register reuse) its hazard's weight, so the scheduler
+    may hoist a load above the instructions before it only where the plan gave it a register that is free by
+    then. A region's last node (``graph.last``: its terminator) issues last. The hardware issues the resulting
+    order in order and each instruction at the cycle the scheduler gave it, so the cycles are the schedule's.
+    ptxas reorders the PTX it is given in this way (its SASS issues loads ahead of the arithmetic that the plan
+    PTX interleaves them with: tests/bench/bench_model_vs_sass.py holds the two), within what the registers allow;
+    here the plan's registers are the plan's assignment, kept as written.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
+    ...           "  %y:f32 = add %x, 1\\n  %z:f32 = ld.global %pa, 4\\n  %s:f32 = add %y, %z\\n"
+    ...           "  st.global %pa, 0, %s\\n  exit\\n")
+    >>> g = dependence_graph(p, "sm_80")
+    >>> list_schedule(g).tolist()    # the second load issues right after the first, not after the add
+    [0, 4, 404, 5, 408, 412, 413]
+    """
+    n = len(graph.path)
+    region = graph.region if graph.region is not None else np.arange(n, dtype=np.int64)
+    last = graph.last if graph.last is not None else np.zeros(n, dtype=bool)
+    order = np.argsort(graph.src, kind="stable")
+    src, dst, weight = graph.src[order], graph.dst[order], graph.weight[order]
+    ptr = np.searchsorted(src, np.arange(n + 1)).tolist()
+    height = _heights(n, ptr, dst.tolist(), weight.tolist(), graph.finish.tolist())
+    inside = region[src] == region[dst]
+    waiting = np.bincount(dst[inside], minlength=n).tolist()   # in-edges from the same region not yet issued
+    bounds = np.flatnonzero(np.diff(region)) + 1
+    issue = _list_scan(n, ptr, dst.tolist(), weight.tolist(), waiting, height, last.tolist(),
+                       [0] + bounds.tolist() + [n])
+    return np.asarray(issue, dtype=np.int64)
+
+
+def _heights(n: int, ptr: list, dst: list, weight: list, finish: list) -> list:
+    """Each node's longest path to the end of the graph, its own finish included."""
+    height = [0] * n
+    for t in range(n - 1, -1, -1):
+        h = finish[t]
+        for k in range(ptr[t], ptr[t + 1]):
+            v = weight[k] + height[dst[k]]
+            h = max(h, v)
+        height[t] = h
+    return height
+
+
+def _list_scan(n: int, ptr: list, dst: list, weight: list, waiting: list, height: list, last: list,
+               bounds: list) -> list:
+    import heapq
+
+    push, pop = heapq.heappush, heapq.heappop
+    issue, ready_at = [0] * n, [0] * n
+    now = 0
+    for r in range(len(bounds) - 1):
+        lo, hi = bounds[r], bounds[r + 1]
+        pending = [(ready_at[t], t) for t in range(lo, hi) if not waiting[t] and not last[t]]
+        heapq.heapify(pending)
+        ready: list = []
+        final = [t for t in range(lo, hi) if last[t]]
+        left = hi - lo - len(final)
+        while left or final:
+            if not left:                      # the terminator(s), after everything else of the region
+                t = final.pop(0)
+                now = max(now, ready_at[t])
+            else:
+                while pending and pending[0][0] <= now:
+                    t = pop(pending)[1]
+                    push(ready, (-height[t], t))
+                if not ready:
+                    now = pending[0][0]
+                    continue
+                t = pop(ready)[1]
+                left -= 1
+            issue[t] = now
+            for k in range(ptr[t], ptr[t + 1]):
+                d = dst[k]
+                v = now + weight[k]
+                ready_at[d] = max(ready_at[d], v)
+                if d < hi:
+                    waiting[d] -= 1
+                    if not waiting[d] and not last[d]:
+                        push(pending, (ready_at[d], d))
+            now += 1
+    return issue
 
 
 def _chain(end: int, into: list, src: list, kind: list) -> tuple[tuple, tuple]:
@@ -506,6 +644,9 @@ class IlpFigures:
     war_free, war_waiting, waw : the false edges by hazard: write after read of a fixed-latency reader or a spill
         slot (1 cycle: issue order, no wait), write after read of a variable-latency reader (its read scoreboard),
         write after write (together ``false_edges``)
+    in_order_cycles, reference_in_order_cycles : the issue cycles per warp of the plan's program and of the
+        reference when the warp issues the path in its own order, nothing moved (``cycles`` lets a list scheduler
+        order each block first: :func:`list_schedule`)
     """
 
     arch: str
@@ -524,6 +665,8 @@ class IlpFigures:
     war_free: int = 0
     war_waiting: int = 0
     waw: int = 0
+    in_order_cycles: int = 0
+    reference_in_order_cycles: int = 0
 
     @property
     def ilp_loss(self) -> float:
@@ -542,7 +685,8 @@ def program_ilp(program: Program, arch: str = DEFAULT_ARCH, path: Path | None = 
     s = schedule(graph)
     n = len(graph.path)
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles, n,
-                      s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
+                      s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0,
+                      in_order_cycles=s.in_order_cycles, reference_in_order_cycles=s.in_order_cycles)
 
 
 def plan_ilp(plan, arch: str | None = None, original: Program | None = None, path: Path | None = None,
@@ -576,7 +720,8 @@ def plan_ilp(plan, arch: str | None = None, original: Program | None = None, pat
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles,
                       reference.instructions, reference.critical_path, reference.ilp, reference.cycles,
                       graph.count(WAR) + graph.count(WAW), _static(graph, s.chain), false_on_path,
-                      graph.count(WAR) - waiting, waiting, graph.count(WAW))
+                      graph.count(WAR) - waiting, waiting, graph.count(WAW), s.in_order_cycles,
+                      reference.in_order_cycles)
 
 
 def _static(graph: DependenceGraph, chain: tuple) -> tuple[int, ...]:
