@@ -13,7 +13,8 @@ Definitions
   (:func:`engine.ir.cfg.loop_trips`; a loop whose count cannot be read
   runs once and the path says so); of an ``if``, the side with more
   instructions runs (GEMM's and MHA's bounds check: a thread inside the
-  matrix; GEMM's ``beta != 0`` epilogue); ``break`` ends nothing early (a
+  matrix; GEMM's ``beta != 0`` epilogue; spill code is not counted, so a
+  plan runs the side its program without spill code runs); ``break`` ends nothing early (a
   counted loop leaves at its latch) and ``return`` ends the path. A program
   the structurer refuses is taken in layout order, each block once, and
   the path says so. Because the loop is unrolled along the path,
@@ -49,18 +50,20 @@ Definitions
 - **Reference**: the program without spill code with true dependences
   only: unlimited registers, no reuse.
 - **Issue model** (``cycles``, "cycles/warp (model)"): cycles per warp for
-  one warp issuing one instruction per cycle, each waiting for its true and
-  false dependences, in the order a list scheduler gives each run of a
-  block (:func:`list_schedule`: of the instructions whose dependences are
-  met, the one with the longest path to the end first), ending when the
-  last result is written. ptxas schedules the PTX it is given so (its SASS
+  one warp issuing at most one instruction per cycle, each waiting for its
+  true and false dependences and for its pipe (``[issue]`` in the arch
+  table: an FFMA takes the FMA pipe 2 cycles, a load the LD/ST pipe 4, each
+  with its source), in the order a list scheduler gives each block, once
+  for all its runs (:func:`list_schedule`: of the instructions whose
+  dependences are met, the one with the longest path to the block's end
+  first), ending when the last result is written. ptxas schedules the PTX it is given so (its SASS
   issues a block's loads ahead of the arithmetic the plan interleaves them
   with), so the plan's order is not the kernel's; the plan's registers
   are: a false dependence is an edge the scheduler must keep, and what a
   reuse costs is the hoisting it forbids.
 - **In order** (``in_order_cycles``): the same warp issuing the path in
-  its own order, nothing moved: ``issue(i) = max(issue(i-1) + 1, max over
-  edges p->i of issue(p) + weight)``.
+  its own order, nothing moved: ``issue(i) = max(issue(i-1) + 1, the cycle
+  its pipe is free, max over edges p->i of issue(p) + weight)``.
 - Global and shared memory accesses are not ordered by address (the plan
   changes none of them); only spill slots are.
 
@@ -82,6 +85,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -179,7 +183,10 @@ def executed_path(program: Program, trips: dict | None = None) -> Path:
         return _capped(np.arange(len(program.instructions)), f"layout order, each block once (not structured: {exc})",
                        program)
     trips, unread = (loop_trips(program) if trips is None else trips), []
-    chunks, _ = _walk(tree, program, trips, unread)
+    # an if's side is weighed without spill code, so a plan runs the side its program without spill code runs
+    work = np.array([not (ins.opcode in ("ld.local", "st.local") and spill_slot(ins) is not None)
+                     for ins in program.instructions], dtype=np.int64)
+    chunks, _ = _walk(tree, program, trips, unread, work)
     note = "executed path: loops by their trip counts, the longer side of each if"
     if unread:
         note += f"; loops without a readable trip count run once (blocks {', '.join(unread)})"
@@ -194,37 +201,37 @@ def _capped(indices: np.ndarray, note: str, program: Program) -> Path:
     return Path(indices.astype(np.int64), note)
 
 
-def _walk(node, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk(node, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     """(instruction index arrays in order, whether a return ended the path)."""
     if isinstance(node, Code):
         start = program.block_starts[node.index]
         return [np.arange(start, start + len(program.blocks[node.index].instructions))], False
     if isinstance(node, Seq):
-        return _walk_seq(node.items, program, trips, unread)
+        return _walk_seq(node.items, program, trips, unread, work)
     if isinstance(node, Loop):
-        return _walk_loop(node, program, trips, unread)
+        return _walk_loop(node, program, trips, unread, work)
     if isinstance(node, If):
-        sides = [_walk(s, program, trips, unread) for s in (node.then, node.orelse or Seq())]
-        return max(sides, key=lambda side: sum(len(c) for c in side[0]))
+        sides = [_walk(s, program, trips, unread, work) for s in (node.then, node.orelse or Seq())]
+        return max(sides, key=lambda side: sum(int(work[c].sum()) for c in side[0]))
     return [], isinstance(node, Return)
 
 
-def _walk_seq(items, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk_seq(items, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     out: list = []
     for item in items:
-        chunks, ended = _walk(item, program, trips, unread)
+        chunks, ended = _walk(item, program, trips, unread, work)
         out += chunks
         if ended:
             return out, True
     return out, False
 
 
-def _walk_loop(node: Loop, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk_loop(node: Loop, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     names = [item.name for item in node.body.items if isinstance(item, Code)]
     counts = [trips[n] for n in names if n in trips]
     if not counts:
         unread.append(names[0] if names else "?")
-    body, ended = _walk(node.body, program, trips, unread)
+    body, ended = _walk(node.body, program, trips, unread, work)
     once = np.concatenate(body) if body else np.zeros(0, dtype=np.int64)
     if ended or not counts:
         return [once], ended
@@ -248,6 +255,8 @@ class DependenceGraph:
     region : each node's scheduling region, non-decreasing along the path: one run of a block (a block instance;
         a loop's body is one region per trip); None: each node its own region (program order)
     last : whether a node must issue last in its region (a block's terminator: ``br``, ``cbr``, ``exit``)
+    pipe, interval : each node's pipe (an index into the table's pipe names) and its issue interval in cycles
+        (``[issue]``: until that pipe takes the warp's next instruction); None: one pipe, one cycle
     """
 
     path: Path
@@ -260,6 +269,8 @@ class DependenceGraph:
     arch: str
     region: np.ndarray | None = None
     last: np.ndarray | None = None
+    pipe: np.ndarray | None = None
+    interval: np.ndarray | None = None
 
     def count(self, kind: int) -> int:
         """Edges of one kind."""
@@ -281,6 +292,9 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     # cycles from issue until the operands are read: a variable-latency class's read scoreboard, else 0 (read at
     # issue); and whether the class is variable-latency (its result is tracked by a write scoreboard)
     static_read = np.array([lat.reads.get(c, 0) for c in names], dtype=np.int64)
+    pipes = sorted(set(lat.pipes.values()))
+    static_pipe = np.array([pipes.index(lat.pipes[c]) for c in names], dtype=np.int64)
+    static_interval = np.array([lat.issue[c] for c in names], dtype=np.int64)
     latency = static[path.indices]
     read = static_read[path.indices]
     has_result = np.array([bool(ins.defs) for ins in program.instructions], dtype=bool)
@@ -298,7 +312,8 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     keep = _distinct_edges(src, dst, kind, len(path))
     terminator = np.array([ins.is_terminator for ins in program.instructions], dtype=bool)
     return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch,
-                           block_regions(program, path), terminator[path.indices])
+                           block_regions(program, path), terminator[path.indices], static_pipe[path.indices],
+                           static_interval[path.indices])
 
 
 def block_regions(program: Program, path: Path) -> np.ndarray:
@@ -498,45 +513,81 @@ def schedule(graph: DependenceGraph) -> Schedule:
     order = np.argsort(graph.dst, kind="stable")
     src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
     ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
-    start, in_order, into = _scan(n, src, weight, ptr)
+    pipe, interval = _pipes(graph)
+    start, in_order, into = _scan(n, src, weight, ptr, pipe, interval)
     done = np.asarray(start, dtype=np.int64) + graph.finish
     if not n:
         return Schedule(done, done, 0, 0, (), (), 0)
-    issue = list_schedule(graph)
+    in_order = np.asarray(in_order, dtype=np.int64)
+    issue = np.asarray(_issue_along(block_orders(graph).tolist(), src, weight, ptr, pipe, interval), dtype=np.int64)
     chain, kinds = _chain(int(np.argmax(done)), into, src, graph.kind[order].tolist())
     return Schedule(np.asarray(start), issue, int(done.max()), int((issue + graph.finish).max()), chain, kinds,
-                    int((np.asarray(in_order, dtype=np.int64) + graph.finish).max()))
+                    int((in_order + graph.finish).max()))
 
 
-def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]:
+def _pipes(graph: DependenceGraph) -> tuple[list, list]:
+    """Each node's pipe and issue interval as lists (one pipe, one cycle where the graph has none)."""
+    n = len(graph.path)
+    if graph.pipe is None or graph.interval is None:
+        return [0] * n, [1] * n
+    return graph.pipe.tolist(), graph.interval.tolist()
+
+
+def _scan(n: int, src: list, weight: list, ptr: list, pipe: list, interval: list) -> tuple[list, list, list]:
+    """Dataflow start cycles (unlimited issue), issue cycles in path order (:func:`_issue_along` of ``range(n)``,
+    in the same pass) and each node's latest in-edge for the dataflow."""
     start, issue, into = [0] * n, [0] * n, [-1] * n
-    prev = -1
-    for t in range(n):
-        best, edge, at = 0, -1, prev + 1
+    free = [0] * (max(pipe, default=0) + 1)     # the cycle each pipe takes its next instruction
+    at = -1
+    for t in range(n):     # `if`, not max(): a call per edge costs a third more in this loop
+        best, edge = 0, -1
+        at += 1
+        if free[pipe[t]] > at:  # noqa: PLR1730
+            at = free[pipe[t]]
         for k in range(ptr[t], ptr[t + 1]):
             s, w = src[k], weight[k]
             if start[s] + w > best:
                 best, edge = start[s] + w, k
-            at = max(at, issue[s] + w)
+            if issue[s] + w > at:  # noqa: PLR1730
+                at = issue[s] + w
         start[t], into[t], issue[t] = best, edge, at
-        prev = at
+        free[pipe[t]] = at + interval[t]
     return start, issue, into
 
 
+def _issue_along(order, src: list, weight: list, ptr: list, pipe: list, interval: list) -> list:
+    """Issue cycles when one warp issues the nodes in ``order`` (a topological order), in order, at most one a cycle,
+    each when its in-edges (``ptr``: by destination) and its pipe allow."""
+    issue = [0] * len(pipe)
+    free = [0] * (max(pipe, default=0) + 1)     # the cycle each pipe takes its next instruction
+    at = -1
+    for t in order:      # `if`, not max(): a call per edge costs a third more in this loop
+        at += 1
+        if free[pipe[t]] > at:  # noqa: PLR1730
+            at = free[pipe[t]]
+        for k in range(ptr[t], ptr[t + 1]):
+            if issue[src[k]] + weight[k] > at:  # noqa: PLR1730
+                at = issue[src[k]] + weight[k]
+        issue[t] = at
+        free[pipe[t]] = at + interval[t]
+    return issue
+
+
 def list_schedule(graph: DependenceGraph) -> np.ndarray:
-    """The issue cycle of each node when a compiler's list scheduler orders each region and one warp issues the
-    result in order, one instruction a cycle (a model).
+    """The issue cycle of each node when a compiler's list scheduler orders each block once (:func:`block_orders`)
+    and one warp issues the path in that order, in order, at most one instruction a cycle (a model).
 
     The scheduler is the classic cycle-driven list scheduler (Gibbons and Muchnick, "Efficient Instruction
     Scheduling for a Pipelined Architecture", SIGPLAN '86; Muchnick, "Advanced Compiler Design and
-    Implementation", 1997, section 17.1.2): regions (``graph.region``: each run of a block) are scheduled one
-    after the other; within one, each cycle it issues, of the nodes whose every in-edge is satisfied by then, the
-    one with the longest path to the end of the graph (its height: weights plus its own ``finish``; ties in path
-    order), and when none is ready it waits for the first that will be. Every edge holds: a true dependence
+    Implementation", 1997, section 17.1.2), once per block, as a compiler schedules the block's code once for every
+    run of it: over the dependences inside the block's first run on the path (``graph.region``), each cycle it
+    issues, of the nodes whose every in-edge is satisfied by then and whose pipe is free, the one with the longest
+    path to the block's end (its height: weights plus its own ``finish``; ties in path order), and when none is
+    ready it waits for the first that will be. Every run of the block issues in that order, each instruction when
+    its dependences (those from earlier blocks and trips too) and its pipe allow. Every edge holds: a true dependence
     waits its producer's latency, a false one (the plan's register reuse) its hazard's weight, so the scheduler
     may hoist a load above the instructions before it only where the plan gave it a register that is free by
-    then. A region's last node (``graph.last``: its terminator) issues last. The hardware issues the resulting
-    order in order and each instruction at the cycle the scheduler gave it, so the cycles are the schedule's.
+    then. A block's terminator (``graph.last``) issues last.
     ptxas reorders the PTX it is given in this way (its SASS issues loads ahead of the arithmetic that the plan
     PTX interleaves them with: tests/bench/bench_model_vs_sass.py holds the two), within what the registers allow;
     here the plan's registers are the plan's assignment, kept as written.
@@ -548,74 +599,94 @@ def list_schedule(graph: DependenceGraph) -> np.ndarray:
     ...           "  %y:f32 = add %x, 1\\n  %z:f32 = ld.global %pa, 4\\n  %s:f32 = add %y, %z\\n"
     ...           "  st.global %pa, 0, %s\\n  exit\\n")
     >>> g = dependence_graph(p, "sm_80")
-    >>> list_schedule(g).tolist()    # the second load issues right after the first, not after the add
-    [0, 4, 404, 5, 408, 412, 413]
+    >>> list_schedule(g).tolist()    # the second load issues before the add, once the LD/ST pipe takes it
+    [0, 4, 404, 8, 408, 412, 413]
     """
     n = len(graph.path)
+    order = np.argsort(graph.dst, kind="stable")
+    src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
+    ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
+    pipe, interval = _pipes(graph)
+    return np.asarray(_issue_along(block_orders(graph).tolist(), src, weight, ptr, pipe, interval), dtype=np.int64)
+
+
+def block_orders(graph: DependenceGraph) -> np.ndarray:
+    """The path's nodes in the order the list scheduler (:func:`list_schedule`) puts each run of a block: the order
+    it finds for the block's first run on the path, the same for every run (a permutation of ``0..n-1`` that keeps
+    the runs in path order)."""
+    n = len(graph.path)
     region = graph.region if graph.region is not None else np.arange(n, dtype=np.int64)
-    last = graph.last if graph.last is not None else np.zeros(n, dtype=bool)
-    order = np.argsort(graph.src, kind="stable")
-    src, dst, weight = graph.src[order], graph.dst[order], graph.weight[order]
+    last = (graph.last if graph.last is not None else np.zeros(n, dtype=bool)).tolist()
+    pipe, interval = _pipes(graph)
+    inside = region[graph.src] == region[graph.dst]
+    by_src = np.argsort(graph.src[inside], kind="stable")
+    src, dst, weight = graph.src[inside][by_src], graph.dst[inside][by_src], graph.weight[inside][by_src]
     ptr = np.searchsorted(src, np.arange(n + 1)).tolist()
-    height = _heights(n, ptr, dst.tolist(), weight.tolist(), graph.finish.tolist())
-    inside = region[src] == region[dst]
-    waiting = np.bincount(dst[inside], minlength=n).tolist()   # in-edges from the same region not yet issued
-    bounds = np.flatnonzero(np.diff(region)) + 1
-    issue = _list_scan(n, ptr, dst.tolist(), weight.tolist(), waiting, height, last.tolist(),
-                       [0] + bounds.tolist() + [n])
-    return np.asarray(issue, dtype=np.int64)
+    dst, weight, finish = dst.tolist(), weight.tolist(), graph.finish.tolist()
+    bounds = [0] + (np.flatnonzero(np.diff(region)) + 1).tolist() + [n]
+    indices = graph.path.indices
+    orders: dict = {}
+    out = np.arange(n, dtype=np.int64)
+    for lo, hi in pairwise(bounds):
+        key = (int(indices[lo]), hi - lo)            # the block's first instruction and its length
+        if key not in orders:
+            orders[key] = np.asarray(_region_order(lo, hi, ptr, dst, weight, finish, last, pipe, interval)) - lo
+        out[lo:hi] = lo + orders[key]
+    return out
 
 
-def _heights(n: int, ptr: list, dst: list, weight: list, finish: list) -> list:
-    """Each node's longest path to the end of the graph, its own finish included."""
-    height = [0] * n
-    for t in range(n - 1, -1, -1):
-        h = finish[t]
-        for k in range(ptr[t], ptr[t + 1]):
-            v = weight[k] + height[dst[k]]
-            h = max(h, v)
-        height[t] = h
-    return height
-
-
-def _list_scan(n: int, ptr: list, dst: list, weight: list, waiting: list, height: list, last: list,
-               bounds: list) -> list:
+def _region_order(lo: int, hi: int, ptr: list, dst: list, weight: list, finish: list, last: list, pipe: list,
+                  interval: list) -> list:
+    """The list scheduler's order of nodes ``lo..hi-1`` (one run of a block) over the edges among them (``ptr``:
+    by source), all of them ready at cycle 0 but for those edges."""
     import heapq
 
     push, pop = heapq.heappush, heapq.heappop
-    issue, ready_at = [0] * n, [0] * n
-    now = 0
-    for r in range(len(bounds) - 1):
-        lo, hi = bounds[r], bounds[r + 1]
-        pending = [(ready_at[t], t) for t in range(lo, hi) if not waiting[t] and not last[t]]
-        heapq.heapify(pending)
-        ready: list = []
-        final = [t for t in range(lo, hi) if last[t]]
-        left = hi - lo - len(final)
-        while left or final:
-            if not left:                      # the terminator(s), after everything else of the region
-                t = final.pop(0)
-                now = max(now, ready_at[t])
-            else:
-                while pending and pending[0][0] <= now:
-                    t = pop(pending)[1]
-                    push(ready, (-height[t], t))
-                if not ready:
-                    now = pending[0][0]
-                    continue
-                t = pop(ready)[1]
-                left -= 1
-            issue[t] = now
-            for k in range(ptr[t], ptr[t + 1]):
-                d = dst[k]
-                v = now + weight[k]
-                ready_at[d] = max(ready_at[d], v)
-                if d < hi:
-                    waiting[d] -= 1
-                    if not waiting[d] and not last[d]:
-                        push(pending, (ready_at[d], d))
-            now += 1
-    return issue
+    height = {}
+    for t in range(hi - 1, lo - 1, -1):
+        h = finish[t]
+        for k in range(ptr[t], ptr[t + 1]):
+            h = max(h, weight[k] + height[dst[k]])
+        height[t] = h
+    waiting = dict.fromkeys(range(lo, hi), 0)
+    for t in range(lo, hi):
+        for k in range(ptr[t], ptr[t + 1]):
+            waiting[dst[k]] += 1
+    ready_at = dict.fromkeys(range(lo, hi), 0)
+    free: dict = {}                           # the cycle each pipe takes its next instruction
+    pending = [(0, t) for t in range(lo, hi) if not waiting[t] and not last[t]]
+    ready: list = []                          # (-height, node) of the nodes whose edges are met by now
+    final = [t for t in range(lo, hi) if last[t]]
+    order, now, need = [], 0, hi - lo - len(final)
+    while len(order) < need:
+        while pending and pending[0][0] <= now:
+            t = pop(pending)[1]
+            push(ready, (-height[t], t))
+        busy = []                             # ready, but their pipe is not free yet
+        while ready and free.get(pipe[ready[0][1]], 0) > now:
+            busy.append(pop(ready))
+        if not ready:                         # wait for the next node or pipe to be ready
+            waits = [free[pipe[t]] for _, t in busy] + ([pending[0][0]] if pending else [])
+            if not waits:
+                raise RegtuneError("the ILP model's list scheduler found nothing to issue: a cycle in a block's "
+                                   "dependences")
+            for entry in busy:
+                push(ready, entry)
+            now = min(waits)
+            continue
+        t = pop(ready)[1]
+        for entry in busy:
+            push(ready, entry)
+        order.append(t)
+        free[pipe[t]] = now + interval[t]
+        for k in range(ptr[t], ptr[t + 1]):
+            d = dst[k]
+            ready_at[d] = max(ready_at[d], now + weight[k])
+            waiting[d] -= 1
+            if not waiting[d] and not last[d]:
+                push(pending, (ready_at[d], d))
+        now += 1
+    return order + final
 
 
 def _chain(end: int, into: list, src: list, kind: list) -> tuple[tuple, tuple]:

@@ -148,10 +148,12 @@ def false_dependence_why(arch: str, figures=None) -> str:
         f"{t.cycles['ld_global']}); after a fixed-latency one, results land in order (max(1, first - second + 1)).",
         "- What a reuse really costs is what it forbids: the next value cannot be computed before the last read of "
         "the previous one, so a load cannot be hoisted above it and its latency is not hidden. cycles/warp (model) "
-        "lets a list scheduler order each run of a block, as ptxas orders the PTX it is given (of the instructions "
-        "whose dependences are met, the one with the longest path to the end first: Gibbons and Muchnick, "
+        "lets a list scheduler order each block once, as ptxas orders the PTX it is given (of the instructions "
+        "whose dependences are met, the one with the longest path to the block's end first: Gibbons and Muchnick, "
         "SIGPLAN '86); it keeps every edge the plan's registers make, so a reused register is a hoist the schedule "
-        "cannot make. Issued in the plan's own order instead, nothing is hoisted and every load waits in line.",
+        "cannot make. Issued in the plan's own order instead, nothing is hoisted and every load waits in line. "
+        f"Each instruction also holds its pipe: ffma {t.issue['ffma']}, ld_global {t.issue['ld_global']}, mufu "
+        f"{t.issue['mufu']} cycles ([issue]; Accel-Sim's initiation intervals, the LD/ST units per SM partition).",
         "Sources: Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking' "
         "(arXiv 1804.06826), p. 12, on control codes: fixed-latency instructions are scheduled by stall counts, "
         "variable-latency ones by read and write dependency barriers; latencies: resources/arch/"

@@ -32,6 +32,7 @@ from engine.workloads.mha import Mha, build_mha
 from tests.engine.strategies import examples, programs
 
 L = load_latencies("sm_80").cycles
+I = load_latencies("sm_80").issue
 
 
 def _program(body: str):
@@ -198,6 +199,11 @@ def test_every_figure_of_every_latency_table_has_cycles_and_a_source():
         assert all(len(s.split()) >= 4 for s in t.sources.values())
         # a figure not published for this arch says which figure stands in
         assert all("stands in" in s or "Accel-Sim" in s or "Table 3" in s for s in t.sources.values())
+        # every class has an issue interval on a named pipe, with its source
+        assert set(t.issue) == set(t.pipes) == set(t.issue_sources) == classes
+        assert all(isinstance(c, int) and c >= 1 for c in t.issue.values())
+        assert all(len(s.split()) >= 4 for s in t.issue_sources.values())
+        assert t.pipes["ffma"] != t.pipes["ld_global"] and t.issue["ld_global"] >= t.issue["ffma"]
 
 
 @pytest.mark.parametrize("row", [{"cycles": 4}, {"cycles": 4, "source": " "}, {"cycles": 0, "source": "x"},
@@ -303,15 +309,18 @@ def test_model_cycles_are_monotone_in_every_weight(program, name):
 
 def test_the_list_scheduler_hoists_a_load_whose_register_is_free_and_not_one_whose_is_not():
     p = _program(REUSE)      # ld x, add y (reads x), ld z, add w (reads z), two stores
-    apart = plan_ilp(_plan(p, {"pa": (0, 1), "x": (2,), "y": (3,), "z": (4,), "w": (5,)}))
+    own = {"pa": (0, 1), "x": (2,), "y": (3,), "z": (4,), "w": (5,)}
+    apart = plan_ilp(_plan(p, own))
     reused = plan_ilp(_plan(p, {"pa": (0, 1), "x": (2,), "y": (3,), "z": (2,), "w": (4,)}))
-    # apart: ld z issues the cycle after ld x (hoisted above add y), so the two loads overlap: add w issues a
-    # load's latency after ld z, w's store an add's after that, exit the cycle after and done one cycle later
-    assert apart.cycles == L["alu"] + 1 + L["ld_global"] + L["ffma"] + 1 + 1
-    assert apart.in_order_cycles == L["alu"] + L["ld_global"] + 1 + L["ld_global"] + L["ffma"] + 1 + 1
-    # reused: ld z writes x's register, so it waits for add y's read of x: nothing to hoist, the order is the path's
-    assert reused.cycles == reused.in_order_cycles == reused.critical_path + 1
+    # apart: ld z is hoisted above add y; it issues as soon as the LD/ST pipe takes it, so the two loads overlap
+    s = schedule(dependence_graph(p, "sm_80", own))
+    assert s.issue[3] == s.issue[1] + I["ld_global"] and s.issue[3] < s.issue[2]
+    # in the path's own order ld z waits for add y, a load's latency after ld x; the rest follows it the same way
+    assert apart.in_order_cycles - apart.cycles == L["ld_global"] + 1 - I["ld_global"]
     assert apart.cycles == apart.reference_cycles
+    # reused: ld z writes x's register, so it waits for add y's read of x: the hoist is gone, and so is the overlap
+    assert reused.cycles - apart.cycles >= L["ld_global"] - I["ld_global"]
+    assert reused.critical_path <= reused.cycles <= reused.in_order_cycles
 
 
 @settings(max_examples=examples(40), deadline=None)
@@ -323,6 +332,10 @@ def test_the_list_schedule_keeps_every_dependence_and_issues_one_instruction_a_c
     issue = s.issue
     assert (issue[g.dst] >= issue[g.src] + g.weight).all()
     assert len(set(issue.tolist())) == len(issue)                     # one instruction a cycle
+    for pipe in np.unique(g.pipe):                                    # each pipe takes one every interval
+        on = np.flatnonzero(g.pipe == pipe)
+        on = on[np.argsort(issue[on])]
+        assert (np.diff(issue[on]) >= g.interval[on][:-1]).all()
     # regions one after the other, each block's terminator last in its run
     for r in np.unique(g.region)[:-1]:
         assert issue[g.region == r].max() < issue[g.region == r + 1].min()
