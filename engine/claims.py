@@ -73,7 +73,7 @@ def ilp_section(stride: int = ILP_SAMPLE, workers=None, progress=None) -> list[s
     d = ilp_drops(run_parallel(ilp_row, configs, workers, progress))
     intro = (f"ILP = instructions / critical path of one thread's dependence graph along its executed path, true "
              f"dependences and the false ones each plan's register and spill-slot reuse makes, under the {d['arch']} "
-             "latency table (engine/model/ilp.py, resources/arch); cycles/warp from the same model's in-order issue. A "
+             "latency table (engine/model/ilp.py, resources/arch); cycles/warp from the same model's issue, each block list-scheduled within the plan's registers. A "
              f"model, not a measurement. Over {d['configs']:,} GEMM configs (every {stride}th of "
              f"{len(gemm_configs()):,}, a deterministic sample), default tile, k-outer schedule, budget 255. "
              "The note's \"61% less ILP\" is a ratio of 0.39x.")

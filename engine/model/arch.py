@@ -118,6 +118,7 @@ def load_arch(name: str) -> Arch:
     data.pop("latency", None)           # the latency table: load_latencies
     data.pop("throughput", None)        # the time model's machine: engine.model.timemodel.load_machine
     data.pop("read_scoreboard", None)   # the variable-latency classes: load_latencies
+    data.pop("issue", None)             # each class's pipe and issue interval: load_latencies
     return Arch(**data)
 
 
@@ -174,6 +175,11 @@ class Latencies:
     #: read its source registers (its read barrier is released); a class not here reads them at issue
     reads: dict = field(default_factory=dict)
     read_sources: dict = field(default_factory=dict)
+    #: ``[issue]``: class -> cycles from its issue until its pipe takes the warp's next instruction of that pipe
+    #: (the issue interval), class -> the pipe's name, class -> the source; every class of ``cycles`` has one
+    issue: dict = field(default_factory=dict)
+    pipes: dict = field(default_factory=dict)
+    issue_sources: dict = field(default_factory=dict)
 
     def variable(self, cls: str) -> bool:
         """Whether class ``cls`` is variable-latency (tracked by scoreboards, reads its operands late)."""
@@ -182,8 +188,8 @@ class Latencies:
 
 @functools.cache
 def load_latencies(name: str) -> Latencies:
-    """The ``[latency]`` and ``[read_scoreboard]`` tables of the architecture ``name``; every class has integer
-    cycles and a source.
+    """The ``[latency]``, ``[read_scoreboard]`` and ``[issue]`` tables of the architecture ``name``; every class
+    has integer cycles and a source, and in ``[issue]`` a pipe.
 
     Examples
     --------
@@ -192,6 +198,8 @@ def load_latencies(name: str) -> Latencies:
     (4, True)
     >>> t.variable("ld_global"), t.variable("ffma"), t.reads["mufu"]
     (True, False, 8)
+    >>> t.issue["ffma"], t.pipes["ffma"], t.pipes["ld_global"]
+    (2, 'fp32', 'lsu')
     """
     load_arch(name)
     data = tomllib.loads((files("resources") / "arch" / f"{name}.toml").read_text(encoding="utf-8"))
@@ -202,8 +210,32 @@ def load_latencies(name: str) -> Latencies:
                 or not str(row.get("source", "")).strip():
             raise RegtuneError(f"{name}: read-scoreboard class {cls!r} needs a [latency] row, integer cycles >= 1 "
                                "and a source")
+    issue = issue_table(name, data.get("issue"), table.cycles)
     return replace(table, reads={c: r["cycles"] for c, r in reads.items()},
-                   read_sources={c: r["source"] for c, r in reads.items()})
+                   read_sources={c: r["source"] for c, r in reads.items()},
+                   issue={c: r["cycles"] for c, r in issue.items()}, pipes={c: r["pipe"] for c, r in issue.items()},
+                   issue_sources={c: r["source"] for c, r in issue.items()})
+
+
+def issue_table(name: str, table: dict | None, classes) -> dict:
+    """The ``[issue]`` rows of arch ``name``, checked: one for each latency class in ``classes``, each with integer
+    cycles >= 1, a pipe and a source; a one-line error naming the first class (in sorted order) that has none.
+
+    Examples
+    --------
+    >>> issue_table("sm_80", {"ffma": {"cycles": 2, "pipe": "fp32", "source": "a source"}}, ["ffma", "alu"])
+    Traceback (most recent call last):
+    ...
+    engine.base.errors.RegtuneError: sm_80: latency class 'alu' needs an [issue] row with integer cycles >= 1, a pipe and a source
+    """
+    table = table or {}
+    for cls in sorted(set(classes) | set(table)):
+        row = table.get(cls, {})
+        if cls not in classes or not isinstance(row.get("cycles"), int) or row["cycles"] < 1 \
+                or not str(row.get("pipe", "")).strip() or not str(row.get("source", "")).strip():
+            raise RegtuneError(f"{name}: latency class {cls!r} needs an [issue] row with integer cycles >= 1, a pipe "
+                               "and a source")
+    return table
 
 
 def latency_table(name: str, table: dict | None) -> Latencies:

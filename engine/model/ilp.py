@@ -13,7 +13,8 @@ Definitions
   (:func:`engine.ir.cfg.loop_trips`; a loop whose count cannot be read
   runs once and the path says so); of an ``if``, the side with more
   instructions runs (GEMM's and MHA's bounds check: a thread inside the
-  matrix; GEMM's ``beta != 0`` epilogue); ``break`` ends nothing early (a
+  matrix; GEMM's ``beta != 0`` epilogue; spill code is not counted, so a
+  plan runs the side its program without spill code runs); ``break`` ends nothing early (a
   counted loop leaves at its latch) and ``return`` ends the path. A program
   the structurer refuses is taken in layout order, each block once, and
   the path says so. Because the loop is unrolled along the path,
@@ -48,10 +49,21 @@ Definitions
   it issues). **ILP** = instructions on the path / critical path.
 - **Reference**: the program without spill code with true dependences
   only: unlimited registers, no reuse.
-- **Issue model**: cycles per warp for one warp issuing in order, one
-  instruction per cycle, each waiting for its true and false dependences:
-  ``issue(i) = max(issue(i-1) + 1, max over edges p->i of issue(p) +
-  weight)``, ending when the last result is written.
+- **Issue model** (``cycles``, "cycles/warp (model)"): cycles per warp for
+  one warp issuing at most one instruction per cycle, each waiting for its
+  true and false dependences and for its pipe (``[issue]`` in the arch
+  table: an FFMA takes the FMA pipe 2 cycles, a load the LD/ST pipe 4, each
+  with its source), in the order a list scheduler gives each block, once
+  for all its runs (:func:`list_schedule`: of the instructions whose
+  dependences are met, the one with the longest path to the block's end
+  first), ending when the last result is written. ptxas schedules the PTX it is given so (its SASS
+  issues a block's loads ahead of the arithmetic the plan interleaves them
+  with), so the plan's order is not the kernel's; the plan's registers
+  are: a false dependence is an edge the scheduler must keep, and what a
+  reuse costs is the hoisting it forbids.
+- **In order** (``in_order_cycles``): the same warp issuing the path in
+  its own order, nothing moved: ``issue(i) = max(issue(i-1) + 1, the cycle
+  its pipe is free, max over edges p->i of issue(p) + weight)``.
 - Global and shared memory accesses are not ordered by address (the plan
   changes none of them); only spill slots are.
 
@@ -73,6 +85,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -170,7 +183,10 @@ def executed_path(program: Program, trips: dict | None = None) -> Path:
         return _capped(np.arange(len(program.instructions)), f"layout order, each block once (not structured: {exc})",
                        program)
     trips, unread = (loop_trips(program) if trips is None else trips), []
-    chunks, _ = _walk(tree, program, trips, unread)
+    # an if's side is weighed without spill code, so a plan runs the side its program without spill code runs
+    work = np.array([not (ins.opcode in ("ld.local", "st.local") and spill_slot(ins) is not None)
+                     for ins in program.instructions], dtype=np.int64)
+    chunks, _ = _walk(tree, program, trips, unread, work)
     note = "executed path: loops by their trip counts, the longer side of each if"
     if unread:
         note += f"; loops without a readable trip count run once (blocks {', '.join(unread)})"
@@ -185,37 +201,37 @@ def _capped(indices: np.ndarray, note: str, program: Program) -> Path:
     return Path(indices.astype(np.int64), note)
 
 
-def _walk(node, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk(node, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     """(instruction index arrays in order, whether a return ended the path)."""
     if isinstance(node, Code):
         start = program.block_starts[node.index]
         return [np.arange(start, start + len(program.blocks[node.index].instructions))], False
     if isinstance(node, Seq):
-        return _walk_seq(node.items, program, trips, unread)
+        return _walk_seq(node.items, program, trips, unread, work)
     if isinstance(node, Loop):
-        return _walk_loop(node, program, trips, unread)
+        return _walk_loop(node, program, trips, unread, work)
     if isinstance(node, If):
-        sides = [_walk(s, program, trips, unread) for s in (node.then, node.orelse or Seq())]
-        return max(sides, key=lambda side: sum(len(c) for c in side[0]))
+        sides = [_walk(s, program, trips, unread, work) for s in (node.then, node.orelse or Seq())]
+        return max(sides, key=lambda side: sum(int(work[c].sum()) for c in side[0]))
     return [], isinstance(node, Return)
 
 
-def _walk_seq(items, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk_seq(items, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     out: list = []
     for item in items:
-        chunks, ended = _walk(item, program, trips, unread)
+        chunks, ended = _walk(item, program, trips, unread, work)
         out += chunks
         if ended:
             return out, True
     return out, False
 
 
-def _walk_loop(node: Loop, program: Program, trips: dict, unread: list) -> tuple[list, bool]:
+def _walk_loop(node: Loop, program: Program, trips: dict, unread: list, work: np.ndarray) -> tuple[list, bool]:
     names = [item.name for item in node.body.items if isinstance(item, Code)]
     counts = [trips[n] for n in names if n in trips]
     if not counts:
         unread.append(names[0] if names else "?")
-    body, ended = _walk(node.body, program, trips, unread)
+    body, ended = _walk(node.body, program, trips, unread, work)
     once = np.concatenate(body) if body else np.zeros(0, dtype=np.int64)
     if ended or not counts:
         return [once], ended
@@ -236,6 +252,11 @@ class DependenceGraph:
     finish : cycles from each node's issue until it is done (its latency when it defines a value, else 1)
     src, dst, weight, kind : the edges (src < dst), their weights in cycles and kinds (RAW, WAR, WAW)
     arch : the latency table's architecture
+    region : each node's scheduling region, non-decreasing along the path: one run of a block (a block instance;
+        a loop's body is one region per trip); None: each node its own region (program order)
+    last : whether a node must issue last in its region (a block's terminator: ``br``, ``cbr``, ``exit``)
+    pipe, interval : each node's pipe (an index into the table's pipe names) and its issue interval in cycles
+        (``[issue]``: until that pipe takes the warp's next instruction); None: one pipe, one cycle
     """
 
     path: Path
@@ -246,6 +267,10 @@ class DependenceGraph:
     weight: np.ndarray
     kind: np.ndarray
     arch: str
+    region: np.ndarray | None = None
+    last: np.ndarray | None = None
+    pipe: np.ndarray | None = None
+    interval: np.ndarray | None = None
 
     def count(self, kind: int) -> int:
         """Edges of one kind."""
@@ -267,6 +292,9 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     # cycles from issue until the operands are read: a variable-latency class's read scoreboard, else 0 (read at
     # issue); and whether the class is variable-latency (its result is tracked by a write scoreboard)
     static_read = np.array([lat.reads.get(c, 0) for c in names], dtype=np.int64)
+    pipes = sorted(set(lat.pipes.values()))
+    static_pipe = np.array([pipes.index(lat.pipes[c]) for c in names], dtype=np.int64)
+    static_interval = np.array([lat.issue[c] for c in names], dtype=np.int64)
     latency = static[path.indices]
     read = static_read[path.indices]
     has_result = np.array([bool(ins.defs) for ins in program.instructions], dtype=bool)
@@ -282,7 +310,32 @@ def dependence_graph(program: Program, arch: str = DEFAULT_ARCH, assignment: dic
     src, dst, weight = (np.concatenate([e[i] for e in edges]).astype(np.int64) for i in range(3))
     kind = np.concatenate([np.full(len(e[0]), e[3], dtype=np.int8) for e in edges])
     keep = _distinct_edges(src, dst, kind, len(path))
-    return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch)
+    terminator = np.array([ins.is_terminator for ins in program.instructions], dtype=bool)
+    return DependenceGraph(path, latency, finish, src[keep], dst[keep], weight[keep], kind[keep], arch,
+                           block_regions(program, path), terminator[path.indices], static_pipe[path.indices],
+                           static_interval[path.indices])
+
+
+def block_regions(program: Program, path: Path) -> np.ndarray:
+    """Each node's scheduling region along ``path``: a new region wherever the path leaves a block or runs a block
+    again (a loop's next trip), so a region is one run of one block.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block a\\n  %i:i32 = mov 0\\n.block loop\\n  %i:i32 = add %i, 1\\n"
+    ...           "  %p:pred = setp.lt %i, 3\\n  cbr %p, loop, done\\n.block done\\n  exit\\n")
+    >>> block_regions(p, executed_path(p)).tolist()
+    [0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4]
+    """
+    n = len(program.instructions)
+    block = np.zeros(n, dtype=np.int64)
+    block[[b for b in program.block_starts[1:] if b < n]] = 1
+    block = np.cumsum(block)[path.indices]
+    idx = path.indices
+    new = np.ones(len(idx), dtype=bool)
+    new[1:] = (idx[1:] != idx[:-1] + 1) | (block[1:] != block[:-1])
+    return (np.cumsum(new) - 1).astype(np.int64)
 
 
 def war_weight(read: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -428,15 +481,17 @@ def _false(reads, writes, n: int):
 
 @dataclass(frozen=True)
 class Schedule:
-    """The dependence graph's timing: dataflow start cycles, in-order issue cycles, and their ends.
+    """The dependence graph's timing: dataflow start cycles, list-scheduled issue cycles, and their ends.
 
     Attributes
     ----------
     start : earliest issue cycle of each node with unlimited issue (the dataflow limit)
-    issue : issue cycle of each node under the in-order, one-per-cycle issue model
+    issue : issue cycle of each node under the list-scheduled issue model (:func:`list_schedule`)
     critical_path : cycles until the last node is done, dataflow
-    cycles : cycles until the last node is done, issue model (cycles per warp)
+    cycles : cycles until the last node is done, list-scheduled issue model (cycles per warp)
     chain : nodes on one critical path, in order; chain_kinds: the kind of the edge into each (-1: none)
+    in_order_cycles : cycles until the last node is done when the warp issues in the path's own order (the
+        plan's order, nothing moved), one instruction a cycle
     """
 
     start: np.ndarray
@@ -445,10 +500,12 @@ class Schedule:
     cycles: int
     chain: tuple[int, ...]
     chain_kinds: tuple[int, ...]
+    in_order_cycles: int = 0
 
 
 def schedule(graph: DependenceGraph) -> Schedule:
-    """Longest paths through ``graph``: the dataflow critical path and the issue model's cycles.
+    """Longest paths through ``graph``: the dataflow critical path, the in-order issue cycles and the
+    list-scheduled issue cycles (:func:`list_schedule`).
 
     A scan in path order (edges always point forward); each node takes the latest of its in-edges.
     """
@@ -456,28 +513,180 @@ def schedule(graph: DependenceGraph) -> Schedule:
     order = np.argsort(graph.dst, kind="stable")
     src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
     ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
-    start, issue, into = _scan(n, src, weight, ptr)
+    pipe, interval = _pipes(graph)
+    start, in_order, into = _scan(n, src, weight, ptr, pipe, interval)
     done = np.asarray(start, dtype=np.int64) + graph.finish
-    issued = np.asarray(issue, dtype=np.int64) + graph.finish
     if not n:
-        return Schedule(done, issued, 0, 0, (), ())
+        return Schedule(done, done, 0, 0, (), (), 0)
+    in_order = np.asarray(in_order, dtype=np.int64)
+    issue = np.asarray(_issue_along(block_orders(graph).tolist(), src, weight, ptr, pipe, interval), dtype=np.int64)
     chain, kinds = _chain(int(np.argmax(done)), into, src, graph.kind[order].tolist())
-    return Schedule(np.asarray(start), np.asarray(issue), int(done.max()), int(issued.max()), chain, kinds)
+    return Schedule(np.asarray(start), issue, int(done.max()), int((issue + graph.finish).max()), chain, kinds,
+                    int((in_order + graph.finish).max()))
 
 
-def _scan(n: int, src: list, weight: list, ptr: list) -> tuple[list, list, list]:
+def _pipes(graph: DependenceGraph) -> tuple[list, list]:
+    """Each node's pipe and issue interval as lists (one pipe, one cycle where the graph has none)."""
+    n = len(graph.path)
+    if graph.pipe is None or graph.interval is None:
+        return [0] * n, [1] * n
+    return graph.pipe.tolist(), graph.interval.tolist()
+
+
+def _scan(n: int, src: list, weight: list, ptr: list, pipe: list, interval: list) -> tuple[list, list, list]:
+    """Dataflow start cycles (unlimited issue), issue cycles in path order (:func:`_issue_along` of ``range(n)``,
+    in the same pass) and each node's latest in-edge for the dataflow."""
     start, issue, into = [0] * n, [0] * n, [-1] * n
-    prev = -1
-    for t in range(n):
-        best, edge, at = 0, -1, prev + 1
+    free = [0] * (max(pipe, default=0) + 1)     # the cycle each pipe takes its next instruction
+    at = -1
+    for t in range(n):     # `if`, not max(): a call per edge costs a third more in this loop
+        best, edge = 0, -1
+        at += 1
+        if free[pipe[t]] > at:  # noqa: PLR1730
+            at = free[pipe[t]]
         for k in range(ptr[t], ptr[t + 1]):
             s, w = src[k], weight[k]
             if start[s] + w > best:
                 best, edge = start[s] + w, k
-            at = max(at, issue[s] + w)
+            if issue[s] + w > at:  # noqa: PLR1730
+                at = issue[s] + w
         start[t], into[t], issue[t] = best, edge, at
-        prev = at
+        free[pipe[t]] = at + interval[t]
     return start, issue, into
+
+
+def _issue_along(order, src: list, weight: list, ptr: list, pipe: list, interval: list) -> list:
+    """Issue cycles when one warp issues the nodes in ``order`` (a topological order), in order, at most one a cycle,
+    each when its in-edges (``ptr``: by destination) and its pipe allow."""
+    issue = [0] * len(pipe)
+    free = [0] * (max(pipe, default=0) + 1)     # the cycle each pipe takes its next instruction
+    at = -1
+    for t in order:      # `if`, not max(): a call per edge costs a third more in this loop
+        at += 1
+        if free[pipe[t]] > at:  # noqa: PLR1730
+            at = free[pipe[t]]
+        for k in range(ptr[t], ptr[t + 1]):
+            if issue[src[k]] + weight[k] > at:  # noqa: PLR1730
+                at = issue[src[k]] + weight[k]
+        issue[t] = at
+        free[pipe[t]] = at + interval[t]
+    return issue
+
+
+def list_schedule(graph: DependenceGraph) -> np.ndarray:
+    """The issue cycle of each node when a compiler's list scheduler orders each block once (:func:`block_orders`)
+    and one warp issues the path in that order, in order, at most one instruction a cycle (a model).
+
+    The scheduler is the classic cycle-driven list scheduler (Gibbons and Muchnick, "Efficient Instruction
+    Scheduling for a Pipelined Architecture", SIGPLAN '86; Muchnick, "Advanced Compiler Design and
+    Implementation", 1997, section 17.1.2), once per block, as a compiler schedules the block's code once for every
+    run of it: over the dependences inside the block's first run on the path (``graph.region``), each cycle it
+    issues, of the nodes whose every in-edge is satisfied by then and whose pipe is free, the one with the longest
+    path to the block's end (its height: weights plus its own ``finish``; ties in path order), and when none is
+    ready it waits for the first that will be. Every run of the block issues in that order, each instruction when
+    its dependences (those from earlier blocks and trips too) and its pipe allow. Every edge holds: a true dependence
+    waits its producer's latency, a false one (the plan's register reuse) its hazard's weight, so the scheduler
+    may hoist a load above the instructions before it only where the plan gave it a register that is free by
+    then. A block's terminator (``graph.last``) issues last.
+    ptxas reorders the PTX it is given in this way (its SASS issues loads ahead of the arithmetic that the plan
+    PTX interleaves them with: tests/bench/bench_model_vs_sass.py holds the two), within what the registers allow;
+    here the plan's registers are the plan's assignment, kept as written.
+
+    Examples
+    --------
+    >>> from engine.ir.parser import parse
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
+    ...           "  %y:f32 = add %x, 1\\n  %z:f32 = ld.global %pa, 4\\n  %s:f32 = add %y, %z\\n"
+    ...           "  st.global %pa, 0, %s\\n  exit\\n")
+    >>> g = dependence_graph(p, "sm_80")
+    >>> list_schedule(g).tolist()    # the second load issues before the add, once the LD/ST pipe takes it
+    [0, 4, 404, 8, 408, 412, 413]
+    """
+    n = len(graph.path)
+    order = np.argsort(graph.dst, kind="stable")
+    src, weight = graph.src[order].tolist(), graph.weight[order].tolist()
+    ptr = np.searchsorted(graph.dst[order], np.arange(n + 1)).tolist()
+    pipe, interval = _pipes(graph)
+    return np.asarray(_issue_along(block_orders(graph).tolist(), src, weight, ptr, pipe, interval), dtype=np.int64)
+
+
+def block_orders(graph: DependenceGraph) -> np.ndarray:
+    """The path's nodes in the order the list scheduler (:func:`list_schedule`) puts each run of a block: the order
+    it finds for the block's first run on the path, the same for every run (a permutation of ``0..n-1`` that keeps
+    the runs in path order)."""
+    n = len(graph.path)
+    region = graph.region if graph.region is not None else np.arange(n, dtype=np.int64)
+    last = (graph.last if graph.last is not None else np.zeros(n, dtype=bool)).tolist()
+    pipe, interval = _pipes(graph)
+    inside = region[graph.src] == region[graph.dst]
+    by_src = np.argsort(graph.src[inside], kind="stable")
+    src, dst, weight = graph.src[inside][by_src], graph.dst[inside][by_src], graph.weight[inside][by_src]
+    ptr = np.searchsorted(src, np.arange(n + 1)).tolist()
+    dst, weight, finish = dst.tolist(), weight.tolist(), graph.finish.tolist()
+    bounds = [0] + (np.flatnonzero(np.diff(region)) + 1).tolist() + [n]
+    indices = graph.path.indices
+    orders: dict = {}
+    out = np.arange(n, dtype=np.int64)
+    for lo, hi in pairwise(bounds):
+        key = (int(indices[lo]), hi - lo)            # the block's first instruction and its length
+        if key not in orders:
+            orders[key] = np.asarray(_region_order(lo, hi, ptr, dst, weight, finish, last, pipe, interval)) - lo
+        out[lo:hi] = lo + orders[key]
+    return out
+
+
+def _region_order(lo: int, hi: int, ptr: list, dst: list, weight: list, finish: list, last: list, pipe: list,
+                  interval: list) -> list:
+    """The list scheduler's order of nodes ``lo..hi-1`` (one run of a block) over the edges among them (``ptr``:
+    by source), all of them ready at cycle 0 but for those edges."""
+    import heapq
+
+    push, pop = heapq.heappush, heapq.heappop
+    height = {}
+    for t in range(hi - 1, lo - 1, -1):
+        h = finish[t]
+        for k in range(ptr[t], ptr[t + 1]):
+            h = max(h, weight[k] + height[dst[k]])
+        height[t] = h
+    waiting = dict.fromkeys(range(lo, hi), 0)
+    for t in range(lo, hi):
+        for k in range(ptr[t], ptr[t + 1]):
+            waiting[dst[k]] += 1
+    ready_at = dict.fromkeys(range(lo, hi), 0)
+    free: dict = {}                           # the cycle each pipe takes its next instruction
+    pending = [(0, t) for t in range(lo, hi) if not waiting[t] and not last[t]]
+    ready: list = []                          # (-height, node) of the nodes whose edges are met by now
+    final = [t for t in range(lo, hi) if last[t]]
+    order, now, need = [], 0, hi - lo - len(final)
+    while len(order) < need:
+        while pending and pending[0][0] <= now:
+            t = pop(pending)[1]
+            push(ready, (-height[t], t))
+        busy = []                             # ready, but their pipe is not free yet
+        while ready and free.get(pipe[ready[0][1]], 0) > now:
+            busy.append(pop(ready))
+        if not ready:                         # wait for the next node or pipe to be ready
+            waits = [free[pipe[t]] for _, t in busy] + ([pending[0][0]] if pending else [])
+            if not waits:
+                raise RegtuneError("the ILP model's list scheduler found nothing to issue: a cycle in a block's "
+                                   "dependences")
+            for entry in busy:
+                push(ready, entry)
+            now = min(waits)
+            continue
+        t = pop(ready)[1]
+        for entry in busy:
+            push(ready, entry)
+        order.append(t)
+        free[pipe[t]] = now + interval[t]
+        for k in range(ptr[t], ptr[t + 1]):
+            d = dst[k]
+            ready_at[d] = max(ready_at[d], now + weight[k])
+            waiting[d] -= 1
+            if not waiting[d] and not last[d]:
+                push(pending, (ready_at[d], d))
+        now += 1
+    return order + final
 
 
 def _chain(end: int, into: list, src: list, kind: list) -> tuple[tuple, tuple]:
@@ -506,6 +715,9 @@ class IlpFigures:
     war_free, war_waiting, waw : the false edges by hazard: write after read of a fixed-latency reader or a spill
         slot (1 cycle: issue order, no wait), write after read of a variable-latency reader (its read scoreboard),
         write after write (together ``false_edges``)
+    in_order_cycles, reference_in_order_cycles : the issue cycles per warp of the plan's program and of the
+        reference when the warp issues the path in its own order, nothing moved (``cycles`` lets a list scheduler
+        order each block first: :func:`list_schedule`)
     """
 
     arch: str
@@ -524,6 +736,8 @@ class IlpFigures:
     war_free: int = 0
     war_waiting: int = 0
     waw: int = 0
+    in_order_cycles: int = 0
+    reference_in_order_cycles: int = 0
 
     @property
     def ilp_loss(self) -> float:
@@ -542,7 +756,8 @@ def program_ilp(program: Program, arch: str = DEFAULT_ARCH, path: Path | None = 
     s = schedule(graph)
     n = len(graph.path)
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles, n,
-                      s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0)
+                      s.critical_path, _ilp(n, s.critical_path), s.cycles, 0, _static(graph, s.chain), 0,
+                      in_order_cycles=s.in_order_cycles, reference_in_order_cycles=s.in_order_cycles)
 
 
 def plan_ilp(plan, arch: str | None = None, original: Program | None = None, path: Path | None = None,
@@ -577,7 +792,8 @@ def plan_ilp(plan, arch: str | None = None, original: Program | None = None, pat
     return IlpFigures(arch, graph.path.note, n, s.critical_path, _ilp(n, s.critical_path), s.cycles,
                       reference.instructions, reference.critical_path, reference.ilp, reference.cycles,
                       graph.count(WAR) + graph.count(WAW), _static(graph, s.chain), false_on_path,
-                      graph.count(WAR) - waiting, waiting, graph.count(WAW))
+                      graph.count(WAR) - waiting, waiting, graph.count(WAW), s.in_order_cycles,
+                      reference.in_order_cycles)
 
 
 def _static(graph: DependenceGraph, chain: tuple) -> tuple[int, ...]:

@@ -53,8 +53,10 @@ def ilp_summary(f: IlpFigures) -> dict:
     return {"model": "engine/model/ilp.py: dependence graph along the executed path, latency table of " + f.arch,
             "arch": f.arch, "path": f.path, "instructions": f.instructions, "critical_path_cycles": f.critical_path,
             "ilp": round(f.ilp, 4), "issue_cycles_per_warp": f.cycles,
+            "in_order_issue_cycles_per_warp": f.in_order_cycles,
             "reference": {"instructions": f.reference_instructions, "critical_path_cycles": f.reference_critical_path,
-                          "ilp": round(f.reference_ilp, 4), "issue_cycles_per_warp": f.reference_cycles},
+                          "ilp": round(f.reference_ilp, 4), "issue_cycles_per_warp": f.reference_cycles,
+                          "in_order_issue_cycles_per_warp": f.reference_in_order_cycles},
             "false_dependences": f.false_edges, "false_dependences_on_critical_path": f.critical_false}
 
 
@@ -104,7 +106,7 @@ def cmd_analyze(args) -> int:
     m = s["ilp_model"]
     print(f"ILP (model, {m['arch']} latencies, unlimited registers): {m['ilp']:.3f} = {m['instructions']} instructions "
           f"/ {m['critical_path_cycles']} cycles of critical path; {m['issue_cycles_per_warp']} cycles/warp (model, "
-          "in-order issue)")
+          f"list-scheduled issue; {m['in_order_issue_cycles_per_warp']} in the program's order)")
     return 0
 
 

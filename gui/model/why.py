@@ -147,14 +147,21 @@ def false_dependence_why(arch: str, figures=None) -> str:
         f"- Write after write: after a variable-latency writer, its write scoreboard (its latency, e.g. ld_global "
         f"{t.cycles['ld_global']}); after a fixed-latency one, results land in order (max(1, first - second + 1)).",
         "- What a reuse really costs is what it forbids: the next value cannot be computed before the last read of "
-        "the previous one, so a load cannot be hoisted above it and its latency is not hidden.",
+        "the previous one, so a load cannot be hoisted above it and its latency is not hidden. cycles/warp (model) "
+        "lets a list scheduler order each block once, as ptxas orders the PTX it is given (of the instructions "
+        "whose dependences are met, the one with the longest path to the block's end first: Gibbons and Muchnick, "
+        "SIGPLAN '86); it keeps every edge the plan's registers make, so a reused register is a hoist the schedule "
+        "cannot make. Issued in the plan's own order instead, nothing is hoisted and every load waits in line. "
+        f"Each instruction also holds its pipe: ffma {t.issue['ffma']}, ld_global {t.issue['ld_global']}, mufu "
+        f"{t.issue['mufu']} cycles ([issue]; Accel-Sim's initiation intervals, the LD/ST units per SM partition).",
         "Sources: Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking' "
         "(arXiv 1804.06826), p. 12, on control codes: fixed-latency instructions are scheduled by stall counts, "
         "variable-latency ones by read and write dependency barriers; latencies: resources/arch/"
         f"{arch}.toml [latency] (Accel-Sim's tuned configs, Abdelkhalik et al. 2022); read scoreboards: "
         f"[read_scoreboard] — {t.read_sources.get('ld_global', 'none')}",
-        "ptxas allocates the plan PTX's registers again, so the compiled kernel has its own reuse; the SASS "
-        "issue cycles (control bits) are the figure to trust for it.",
+        "ptxas allocates the plan PTX's registers again, so the compiled kernel has its own reuse, usually at the "
+        "same count with loads spread over more registers: a plan whose reuse puts the loads in one line costs "
+        "more here than its SASS does; the SASS issue cycles (control bits) are the figure to trust for the kernel.",
     ]
     if figures is not None:
         lines.insert(1, f"This plan: {figures.war_free} writes after a fixed-latency read (no wait), "

@@ -39,7 +39,9 @@ MODEL_NOTE = ("The (model) rows come from engine/model/ilp.py's dependence-graph
               "occupancy, waves, bytes moved): a model, never a measured time. A reused register (a false "
               "dependence) costs no wait after a fixed-latency reader (ALU, FMA: operands read at issue), the read "
               "scoreboard after a memory or MUFU reader, the write scoreboard after a memory writer; what it "
-              "really costs is the load it keeps from being hoisted (hover a model row for the figures and sources).")
+              "really costs is the load it keeps from being hoisted: the model's cycles let a list scheduler order "
+              "each block within the plan's registers, as ptxas orders its input (hover a model row for the figures "
+              "and sources).")
 NOT_BUILT = "Build & measure (Ctrl+B) fills the measured rows; \u2605 marks the best value in each row."
 
 

@@ -26,7 +26,7 @@ def test_analyze_prints_maxlive_and_its_peak():
         "MAXLIVE 8 registers at instruction 4: %b_0_0:f32 = ld.global %pb, 0",
         "interference graph: 8 nodes, 19 edges",
         "ILP (model, sm_80 latencies, unlimited registers): 0.027 = 11 instructions / 413 cycles of critical path; "
-        "813 cycles/warp (model, in-order issue)",
+        "422 cycles/warp (model, list-scheduled issue; 820 in the program's order)",
     ]
 
 
