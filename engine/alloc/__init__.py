@@ -65,14 +65,15 @@ def check_allocator(name: str) -> None:
 
 
 def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis: Analysis | None = None,
-             remat: bool = True, **options) -> Allocation:
+             spill_everywhere: bool = False, **options) -> Allocation:
     """Run the allocator ``name`` on ``program`` under a register ``budget``.
 
     ``analysis``, the caller's analysis of ``program``, saves computing it again; ``options`` go to an
     expensive allocator (``optimal``: ``time_limit``, ``solver``, ``workers``), and a fast one takes none.
-    ``remat``: a fast allocator rematerialises the values it would spill that are cheaper to compute again
-    (:func:`engine.alloc.common.run_with_spilling`); without it every such value is spilled, the model
-    ``optimal`` solves (spill everywhere, no rematerialisation), so the two compare like for like.
+    A fast allocator splits a spilled value's range around runs of nearby reads and rematerialises the
+    values cheaper to compute again (:func:`engine.alloc.common.run_with_spilling`); ``spill_everywhere``
+    turns both off, every spilled value reloaded before each read and stored after each definition: the
+    model ``optimal`` solves, so that the two compare like for like.
     """
     check_allocator(name)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
@@ -82,7 +83,7 @@ def allocate(name: str, program: Program, budget: int = MAX_REGISTERS, analysis:
     analysis = analysis if analysis is not None else analyze(program)
     if name in EXPENSIVE:
         return EXPENSIVE[name](program, analysis, budget, **options)
-    return ALLOCATORS[name](program, analysis, budget, remat=remat)
+    return ALLOCATORS[name](program, analysis, budget, spill_everywhere=spill_everywhere)
 
 
 from engine.alloc import chaitin_briggs, dsatur, linear_scan, linear_scan_hull, naive, optimal  # noqa: F401  (registration)

@@ -108,9 +108,9 @@ def _core(analysis, budget, unspillable, discount=1.0, frequency=None):
 
 
 @register("chaitin-briggs")
-def chaitin_briggs(program, analysis, budget, remat=True):
-    """Chaitin-Briggs colouring with optimistic select and cost-based spilling (rematerialising the values
-    cheaper to compute again, with ``remat``)."""
+def chaitin_briggs(program, analysis, budget, spill_everywhere=False):
+    """Chaitin-Briggs colouring with optimistic select and cost-based spilling (splitting and rematerialising
+    unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
     frequency = block_frequency(program)  # spill code adds no block: one estimate serves every round
     return run_with_spilling(program, analysis, budget, "chaitin-briggs",
-                             lambda a, b, u, d: _core(a, b, u, d, frequency), remat=remat)
+                             lambda a, b, u, d: _core(a, b, u, d, frequency), spill_everywhere=spill_everywhere)

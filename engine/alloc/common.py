@@ -230,6 +230,9 @@ def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None)
 REMAT_COST = 0.25
 #: the longest recomputation (instructions) the allocators rematerialise instead of spilling
 MAX_REMAT_CHAIN = 3
+#: how near (instructions of the program, one block) a spilled value's next read must be to its last reload
+#: for that reload to serve it too (:func:`engine.ir.spill.spill_insertion`'s ``reuse``)
+RELOAD_REUSE = 32
 
 
 def remat_chains(program: Program, origin: dict | None = None) -> dict[str, int]:
@@ -275,15 +278,28 @@ def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
 
 
 def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core, share_slots: bool = True,
-                      remat: bool = True) -> Allocation:
+                      spill_everywhere: bool = False) -> Allocation:
     """Call ``core(analysis, budget, unspillable, discount) -> (base, to_spill)`` until nothing spills; then,
     with ``share_slots``, let spilled values never live at once share a slot (:func:`shared_slots`).
 
-    With ``remat``, a value chosen to spill that can be computed again in at most :data:`MAX_REMAT_CHAIN`
+    Unless ``spill_everywhere``, a value chosen to spill that can be computed again in at most :data:`MAX_REMAT_CHAIN`
     instructions (:func:`remat_chains`) is rematerialised instead: no slot, no store, its definition computed
     again before each instruction that reads it; ``discount`` (:func:`remat_discount`) tells a core that uses
-    spill costs what that saves. Without it, ``discount`` is all ones.
+    spill costs what that saves; and spilled ranges are split around runs of nearby reads, one
+    reload serving the reads within :data:`RELOAD_REUSE` instructions of it (:func:`engine.ir.spill.spill_insertion`'s
+    ``reuse``). The pieces are longer than one instruction, so where they do not fit the budget the allocation is
+    made again without splitting. With ``spill_everywhere``, neither: ``discount`` is all ones.
     """
+    remat, reuse = not spill_everywhere, 0 if spill_everywhere else RELOAD_REUSE
+    try:
+        return _spill_loop(program, analysis, budget, name, core, share_slots, remat, reuse)
+    except AllocationError:
+        if not reuse:
+            raise
+        return _spill_loop(program, analysis, budget, name, core, share_slots, remat, 0)
+
+
+def _spill_loop(program, analysis, budget, name, core, share_slots, remat, reuse) -> Allocation:
     original, original_analysis, code = program, analysis, SpillCode({}, (), (), {})
     unspillable: set[str] = set()
     slot = None
@@ -302,7 +318,7 @@ def run_with_spilling(program, analysis: Analysis, budget: int, name: str, core,
             if n not in again:
                 new[n] = slot
                 slot += 1
-        insertion = spill_insertion(program, new, _touching(analysis, to_spill), code, remat=again)
+        insertion = spill_insertion(program, new, _touching(analysis, to_spill), code, remat=again, reuse=reuse)
         program, code = insertion.program, insertion.code
         unspillable |= set(new) | insertion.copies | again
         analysis = analyze_spilled(analysis, insertion)

@@ -109,7 +109,7 @@ def _core(analysis, budget, unspillable, discount=1.0):
 
 
 @register("dsatur")
-def dsatur(program, analysis, budget, remat=True):
-    """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded (rematerialising the
-    values cheaper to compute again, with ``remat``)."""
-    return run_with_spilling(program, analysis, budget, "dsatur", _core, remat=remat)
+def dsatur(program, analysis, budget, spill_everywhere=False):
+    """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded (splitting and
+    rematerialising unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
+    return run_with_spilling(program, analysis, budget, "dsatur", _core, spill_everywhere=spill_everywhere)

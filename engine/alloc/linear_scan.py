@@ -242,7 +242,7 @@ def _core(analysis, budget, unspillable, discount=1.0):
 
 
 @register("linear-scan")
-def linear_scan(program, analysis, budget, remat=True):
-    """Linear scan with lifetime holes, spilling the interval whose next use is farthest away (rematerialising
-    the values cheaper to compute again, with ``remat``)."""
-    return run_with_spilling(program, analysis, budget, "linear-scan", _core, remat=remat)
+def linear_scan(program, analysis, budget, spill_everywhere=False):
+    """Linear scan with lifetime holes, spilling the interval whose next use is farthest away (splitting and
+    rematerialising unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
+    return run_with_spilling(program, analysis, budget, "linear-scan", _core, spill_everywhere=spill_everywhere)

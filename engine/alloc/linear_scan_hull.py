@@ -159,6 +159,6 @@ def _core(analysis, budget, unspillable, discount=None):  # spills by distance, 
 
 
 @register("linear-scan-hull")
-def linear_scan_hull(program, analysis, budget, remat=True):
+def linear_scan_hull(program, analysis, budget, spill_everywhere=False):
     """Poletto & Sarkar's linear scan over hull intervals, spilling the interval that ends furthest away."""
-    return run_with_spilling(program, analysis, budget, "linear-scan-hull", _core, remat=remat)
+    return run_with_spilling(program, analysis, budget, "linear-scan-hull", _core, spill_everywhere=spill_everywhere)

@@ -69,11 +69,11 @@ def _core(analysis, budget, unspillable, discount=None):  # spills what does not
 
 
 @register("naive")
-def naive(program, analysis, budget, remat=True):
+def naive(program, analysis, budget, spill_everywhere=False):
     """One fresh register per value in definition order, never reused; its spill slots are never shared
     either (the scheme reuses nothing; sharing would also cost it more than it allocates, with thousands of
     values spilled)."""
-    return run_with_spilling(program, analysis, budget, "naive", _core, share_slots=False, remat=remat)
+    return run_with_spilling(program, analysis, budget, "naive", _core, share_slots=False, spill_everywhere=spill_everywhere)
 
 
 def naive_demand(analysis) -> int:

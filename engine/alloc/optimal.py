@@ -411,7 +411,7 @@ def _best_heuristic(program, analysis, budget, key):
     found = []
     for name in HEURISTICS:
         try:
-            found.append(allocate(name, program, budget, analysis, remat=False))  # optimal's model: no remat
+            found.append(allocate(name, program, budget, analysis, spill_everywhere=True))  # optimal's model
         except AllocationError:
             continue
     return min(found, key=key) if found else None
@@ -565,7 +565,7 @@ def _coloured(program, analysis, budget, chosen, solver, deadline, workers) -> t
     repairs = []
     for name in ("dsatur", "chaitin-briggs"):
         try:
-            a = ALLOCATORS[name](new, spilled, budget, remat=False)
+            a = ALLOCATORS[name](new, spilled, budget, spill_everywhere=True)
         except AllocationError:
             continue
         extra = a.spills.keys() - slots.keys()
@@ -685,8 +685,8 @@ def gap_rows(program: Program, budget: int = 255, best: Allocation | None = None
     """Every fast allocator's result on ``program`` under ``budget`` beside ``optimal``'s (``best``, when the
     caller has it), and each one's gap to it: ``+N`` (``+P%``) registers or executed spill instructions
     above the optimum, ``-`` where ``optimal`` did not prove its result (its notes give the bound). The fast
-    allocators run without rematerialisation here (``remat=False``): ``optimal`` solves spill-everywhere, so
-    the gap compares like for like.
+    allocators run in the spill-everywhere model here (``spill_everywhere=True``: no splitting, no
+    rematerialisation), the model ``optimal`` solves, so the gap compares like for like.
 
     Examples
     --------
@@ -702,7 +702,7 @@ def gap_rows(program: Program, budget: int = 255, best: Allocation | None = None
     proved = bool(best.notes) and best.notes[-1].startswith("optimal")
     rows = []
     for name in [*sorted(ALLOCATORS), "optimal"]:
-        a = best if name == "optimal" else allocate(name, program, budget, analysis, remat=False)
+        a = best if name == "optimal" else allocate(name, program, budget, analysis, spill_everywhere=True)
         rows.append(_row(name, a, best, proved))
     return rows
 

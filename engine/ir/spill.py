@@ -151,9 +151,15 @@ def insert_spill_code(program: Program, slots: dict[str, int]) -> Program:
 
 
 def spill_insertion(program: Program, slots: dict[str, int], touching=None,
-                    known: SpillCode | None = None, remat=()) -> SpillInsertion:
+                    known: SpillCode | None = None, remat=(), reuse: int = 0) -> SpillInsertion:
     """Insert spill code for ``slots``, and rematerialising code for the values in ``remat`` (each of them
     in :func:`remat_definitions` of ``program``, none in ``slots``); the record of where it landed.
+
+    ``reuse`` splits each spilled value's range around its reads instead of reloading for every one: a read
+    within ``reuse`` instructions (of ``program``) of the value's last reload, definition or read in the same
+    block reads the copy already in a register, so one reload serves a run of nearby reads and only the
+    stretches between runs stay in memory (0: a reload before every read, the canonical spill code).
+    Rematerialised copies are reused the same way.
 
     ``touching``, when given, lists (sorted) the linear indices of the
     instructions that read or write a value in ``slots`` (an allocator knows
@@ -195,19 +201,23 @@ def spill_insertion(program: Program, slots: dict[str, int], touching=None,
                          + ("it is also spilled" if bad[0] in slots else "its value depends on where it is computed"))
     if touching is None:
         touching = [i for i, ins in enumerate(program.instructions) if _touches(ins, slots, remat)]
-    return _Insertion(program, slots, remat, definitions).run(touching, known)
+    return _Insertion(program, slots, remat, definitions, reuse).run(touching, known)
 
 
 def _touches(ins: Instruction, slots: dict, remat=frozenset()) -> bool:
-    return (not slots.keys().isdisjoint(ins.uses) or any(d.name in slots for d in ins.defs)
+    return (not slots.keys().isdisjoint(ins.uses) or any(d.name in slots or d.name in remat for d in ins.defs)
             or not remat.isdisjoint(ins.uses))
 
 
 class _Insertion:
     """One pass inserting spill code: fresh copy names, and where each spill instruction lands."""
 
-    def __init__(self, program: Program, slots: dict[str, int], remat=frozenset(), definitions=None):
-        self.program, self.slots = program, slots
+    def __init__(self, program: Program, slots: dict[str, int], remat=frozenset(), definitions=None, reuse: int = 0):
+        self.program, self.slots, self.reuse = program, slots, reuse
+        # with reuse: value -> (the copy holding it, its block, the index of the instruction that last read or
+        # defined it there); rematerialised values under ("m", name)
+        self.held: dict = {}
+        self.block = -1
         self.remat, self.definitions = remat, definitions or {}
         self.counters = {"r": dict.fromkeys(slots, 0), "d": dict.fromkeys(slots, 0), "m": {}}
         self.remats: list[int] = []
@@ -240,7 +250,8 @@ class _Insertion:
         self.touching = tuple(touching)
         blocks, out, todo = [], 0, iter(self.touching)
         nxt = next(todo, None)
-        for b, first in zip(self.program.blocks, self.program.block_starts):
+        for k, (b, first) in enumerate(zip(self.program.blocks, self.program.block_starts)):
+            self.block = k
             body: list[Instruction] = []
             done, end = first, first + len(b.instructions)
             while nxt is not None and nxt < end:
@@ -255,6 +266,7 @@ class _Insertion:
                               frozenset(self.origin), self._code(known), self.remat)
 
     def _rewrite(self, i: int, ins: Instruction, body: list, out: int) -> None:
+        self.at = i
         before, main, after = self._split(ins)
         at = out + len(body)
         for k, extra in enumerate(before):
@@ -270,8 +282,11 @@ class _Insertion:
         slots, values, phase, before, renamed = self.slots, self.program.values, ins.phase, [], {}
         for name in ins.uses:
             if name in slots and name not in renamed:
-                copy = renamed[name] = self.fresh(name, "r")
-                before.append(_reload(copy, values[name].type, slots[name], phase))
+                copy = renamed[name] = self._held(name)
+                if copy is None:
+                    copy = renamed[name] = self.fresh(name, "r")
+                    before.append(_reload(copy, values[name].type, slots[name], phase))
+                self._hold(name, copy)
             elif name in self.remat and name not in renamed:
                 renamed[name] = self._rematerialise(name, before, {}, phase)
         operands = ins.operands
@@ -283,6 +298,9 @@ class _Insertion:
             defs = tuple([Value(self.def_name(d.name), d.type) if d.name in slots else d
                           for d in ins.defs])
             spilled = [(d, slots[old.name]) for d, old in zip(defs, ins.defs) if old.name in slots]
+            for d, old in zip(defs, ins.defs):
+                if old.name in slots:
+                    self._hold(old.name, d.name)   # its register holds the new value after the store too
             if ins.guard is not None:
                 before.extend(_reload(d.name, d.type, slot, phase) for d, slot in spilled)
             after = [_store(d, slot, phase) for d, slot in spilled]
@@ -291,17 +309,34 @@ class _Insertion:
         main = Instruction(ins.opcode, defs, operands, ins.guard, ins.guard_negated, phase)
         return before, main, after
 
+    def _held(self, key) -> str | None:
+        """The copy still holding ``key``'s value for a read here (``reuse``), None: reload it."""
+        held = self.held.get(key) if self.reuse else None
+        if held is not None and held[1] == self.block and self.at - held[2] <= self.reuse:
+            return held[0]
+        return None
+
+    def _hold(self, key, copy: str) -> None:
+        if self.reuse:
+            self.held[key] = (copy, self.block, self.at)
+
     def _rematerialise(self, name: str, before: list, made: dict, phase) -> str:
         """Append to ``before`` the instructions that compute ``name`` again (what its definition reads
         first, each once: ``made``); the copy's name."""
         if name in made:
             return made[name]
+        reused = self._held(("m", name))
+        if reused is not None:
+            self._hold(("m", name), reused)
+            made[name] = reused
+            return reused
         definition = self.definitions[name]
         operands = tuple(Use(self._rematerialise(op.name, before, made, phase)) if op.__class__ is Use else op
                          for op in definition.operands)
         copy = made[name] = self.fresh(name, "m")
         before.append(Instruction(definition.opcode, (Value(copy, definition.defs[0].type),), operands,
                                   phase=phase))
+        self._hold(("m", name), copy)
         return copy
 
     def _code(self, known: SpillCode | None) -> SpillCode:

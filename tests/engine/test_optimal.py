@@ -96,7 +96,7 @@ def _never_beaten(program, budget):
     assert static_conflicts(best.program, best.assignment, best.spills, budget, best.analysis, best.spill_code) == []
     for name in sorted(ALLOCATORS):
         try:  # spill-everywhere, optimal's model: rematerialisation is another problem (it computes, not spills)
-            a = allocate(name, program, budget, remat=False)
+            a = allocate(name, program, budget, spill_everywhere=True)
         except AllocationError:
             continue
         if best.spills or a.spills:

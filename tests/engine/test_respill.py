@@ -11,7 +11,7 @@ from engine.analysis.liveness import analyze
 from engine.analysis.respill import _Fallback, _Update, analyze_spilled
 from engine.ir.core import print_program
 from engine.ir.parser import parse
-from engine.ir.spill import first_free_slot, spill_insertion
+from engine.ir.spill import first_free_slot, remat_definitions, remove_spill_code, spill_code_of, spill_insertion
 from tests.bench.programs import loop_shaped
 from tests.engine.strategies import programs
 
@@ -145,3 +145,19 @@ def test_a_renumbering_out_of_order_still_gives_the_graph_of_the_kept_and_added_
     edges = [(int(remap[a]), int(remap[b])) for a, b in graph.edges.tolist() if remap[a] >= 0 and remap[b] >= 0]
     want = _csr(graph.names, graph.widths, np.array([a for a, _ in edges] + [0, 1]), np.array([b for _, b in edges] + [n - 1, n - 2]))
     assert_same_graph(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), programs(mixed=True), st.sampled_from([1, 4, 32]))
+def test_split_and_rematerialised_spill_code_is_still_spill_code(data, program, reuse):
+    """Issue 24: spill code with reloads serving several reads (``reuse``) and rematerialised copies is
+    removed exactly, found by a search exactly, and analysed by the update as from scratch."""
+    names = sorted(n for n, v in program.values.items() if v.width and "." not in n)
+    chosen = data.draw(st.lists(st.sampled_from(names), unique=True, max_size=4)) if names else []
+    others = sorted(set(remat_definitions(program)) - set(chosen))
+    remat = data.draw(st.lists(st.sampled_from(others), unique=True, max_size=3)) if others else []
+    slots = {n: 100 + k for k, n in enumerate(chosen)}
+    r = spill_insertion(program, slots, remat=remat, reuse=reuse)
+    assert remove_spill_code(r.program, slots) == program
+    assert spill_code_of(r.program, slots) == r.code
+    assert_same(analyze_spilled(analyze(program), r), analyze(parse(print_program(r.program))))

@@ -82,3 +82,4 @@ def test_spill_code_equals_the_parsed_text(data, program):
     assert spilled == again and hash(spilled.instructions) == hash(again.instructions)
     assert [ins.uses for ins in spilled.instructions] == [_uses(ins.operands, ins.guard) for ins in again.instructions]
     assert [(v.name, v.width) for v in spilled.values.values()] == [(v.name, WIDTHS[v.type]) for v in again.values.values()]
+
