@@ -69,7 +69,7 @@ from engine.analysis.dependence import (
     widths_of,
 )
 from engine.analysis.liveness import analyze, block_liveness
-from engine.base.errors import RegtuneError
+from engine.base.errors import AllocationError, RegtuneError
 from engine.base.limits import MAX_REGISTERS
 from engine.ir.core import Block, Program, replace_blocks
 from engine.ir.spill import has_spill_code, remove_spill_code
@@ -1289,7 +1289,7 @@ def tune(plan: Plan, target: int, allocator: str | None = None, time_limit: floa
         if result.reached or result.maxlive_after > aim or time.monotonic() > deadline:
             break
         aim -= result.registers_after - target
-    if best.maxlive_after > target >= best.lower_bound:     # the search fell short: is the target out of reach?
+    if not best.reached and best.maxlive_after > target >= best.lower_bound:   # fell short: is the target out of reach?
         tuned = remove_spill_code(best.plan.program, best.plan.spills)
         proof = refute(tuned, program_schedules(tuned), target)
         if proof is not None:
@@ -1308,12 +1308,21 @@ def _finish(plan: Plan, program: Program, tuned: Program, name: str, target: int
     if after.maxlive > before:
         tuned, after = program, analyze(program)
     edits = schedule_edits(program, tuned)
-    allocation = allocate(name, tuned, plan.budget, after)
+    allocation, budget = allocate(name, tuned, plan.budget, after), None
+    if registers_used(allocation.assignment) > target and after.maxlive > target:
+        # above the target at the plan's budget: at the target the allocator may fit by computing values again
+        # where they are read (parameters, constants: no slot, no store); a fit that spills does not count
+        try:
+            within = allocate(name, tuned, target, after)
+        except AllocationError:
+            within = None
+        if within is not None and not within.spills:
+            allocation, budget = within, target
     new = allocation.plan(workload=plan.workload, options=plan.options).with_(allocator="hand")
     new = new.with_(predicted=predict(new, allocation.analysis, allocation.spill_code, allocation.original_analysis))
     peak = (f"instruction {after.peak} ({tuned.instructions[after.peak]}) with {after.maxlive} live "
             f"({families(after.live_at(after.peak))})") if tuned.instructions else ""
-    return TuneResult(new, (*edits, Reallocate(name)), target, before, after.maxlive, bound[0],
+    return TuneResult(new, (*edits, Reallocate(name, budget)), target, before, after.maxlive, bound[0],
                       registers_used(plan.assignment), registers_used(new.assignment), name, 0.0, phases, bound[1],
                       peak)
 

@@ -224,10 +224,15 @@ def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None)
 
 
 #: what rematerialising a value costs per instruction of its recomputation, against one spill instruction (a
-#: reload or a store): an integer instruction or a parameter read is fixed-latency (4-6 cycles on sm_80, the
-#: [latency] tables of resources/arch) and needs no store, a local-memory access goes down the memory pipe and
-#: waits for L1 at best (~30 cycles), so a quarter, roughly
+#: reload or a store, which goes down the memory pipe and waits for L1 at best, ~30 cycles): an integer
+#: instruction is fixed-latency (4-6 cycles on sm_80, the [latency] tables of resources/arch) and needs no
+#: store, so a quarter, roughly
 REMAT_COST = 0.25
+#: cheaper still: a parameter read or a constant is an operand the consumer takes as it is (SASS reads kernel
+#: parameters from constant bank 0, c[0x0][...], and immediates from the instruction word: no instruction of
+#: its own where the consumer accepts one); a special register is an S2R, which waits on a scoreboard like a
+#: load (its figure in resources/arch's [latency] tables is in the memory class)
+REMAT_LEAF_COST = {"param": 0.05, "mov": 0.05, "sreg": 0.5}
 #: the longest recomputation (instructions) the allocators rematerialise instead of spilling
 MAX_REMAT_CHAIN = 3
 #: how near (instructions of the program, one block) a spilled value's next read must be to its last reload
@@ -235,9 +240,10 @@ MAX_REMAT_CHAIN = 3
 RELOAD_REUSE = 32
 
 
-def remat_chains(program: Program, origin: dict | None = None) -> dict[str, int]:
-    """Each rematerialisable value of ``program`` (:func:`engine.ir.spill.remat_definitions`) -> the
-    instructions that compute it again (its definition and, once each, those of the values it reads).
+def remat_chains(program: Program, origin: dict | None = None) -> dict[str, tuple[int, float]]:
+    """Each rematerialisable value of ``program`` (:func:`engine.ir.spill.remat_definitions`) -> (the
+    instructions that compute it again: its definition and, once each, those of the values it reads; their
+    cost against one spill instruction, :data:`REMAT_COST` and :data:`REMAT_LEAF_COST`).
 
     Examples
     --------
@@ -245,7 +251,7 @@ def remat_chains(program: Program, origin: dict | None = None) -> dict[str, int]
     >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %t:i32 = sreg.tid.x\\n"
     ...           "  %o:u64 = mul.wide.s32 %t, 4\\n  %a:u64 = add %pa, %o\\n  st.global %a, 0, %t\\n  exit\\n")
     >>> remat_chains(p)
-    {'pa': 1, 't': 1, 'o': 2, 'a': 4}
+    {'pa': (1, 0.05), 't': (1, 0.5), 'o': (2, 0.75), 'a': (4, 1.05)}
     """
     definitions = remat_definitions(program, origin)
     chains: dict[str, frozenset] = {}
@@ -256,15 +262,20 @@ def remat_chains(program: Program, origin: dict | None = None) -> dict[str, int]
             chains[name] = frozenset({name}).union(*(chain(u) for u in reads))
         return chains[name]
 
-    return {name: len(chain(name)) for name in definitions}
+    def cost(name: str) -> float:
+        opcode = definitions[name].opcode
+        return REMAT_LEAF_COST.get("sreg" if opcode.startswith("sreg.") else opcode, REMAT_COST) \
+            if opcode != "mov" or not definitions[name].uses else REMAT_COST
+
+    return {name: (len(chain(name)), round(sum(cost(u) for u in chain(name)), 6)) for name in definitions}
 
 
 def remat_discount(analysis: Analysis, chains: dict) -> np.ndarray:
-    """Each value's spill cost factor: :data:`REMAT_COST` per instruction of its recomputation where the
-    allocators would rematerialise it (``chains``: :func:`remat_chains`, at most :data:`MAX_REMAT_CHAIN`),
-    1 elsewhere."""
-    return np.array([min(1.0, REMAT_COST * chains[n]) if chains.get(n, MAX_REMAT_CHAIN + 1) <= MAX_REMAT_CHAIN
-                     else 1.0 for n in analysis.names], dtype=float)
+    """Each value's spill cost factor: the cost of its recomputation where the allocators would
+    rematerialise it (``chains``: :func:`remat_chains`, at most :data:`MAX_REMAT_CHAIN` instructions), at most
+    1; 1 elsewhere."""
+    return np.array([min(1.0, chains[n][1]) if n in chains and chains[n][0] <= MAX_REMAT_CHAIN else 1.0
+                     for n in analysis.names], dtype=float)
 
 
 def too_small(analysis: Analysis, budget: int, v: int) -> AllocationError:
@@ -310,7 +321,7 @@ def _spill_loop(program, analysis, budget, name, core, share_slots, remat, reuse
         if not to_spill:
             break
         names = [analysis.names[v] for v in sorted(to_spill)]
-        again = {n for n in names if chains.get(n, MAX_REMAT_CHAIN + 1) <= MAX_REMAT_CHAIN}
+        again = {n for n in names if n in chains and chains[n][0] <= MAX_REMAT_CHAIN}
         new = {}
         slot = first_free_slot(program) if slot is None else slot
         _check_slots(program, name, slot, len(names) - len(again))

@@ -92,19 +92,23 @@ class Move:
 
 @dataclass(frozen=True)
 class Reallocate:
-    """Run allocator ``allocator`` again on the plan's program (spill code removed) at the plan's budget: the
-    assignment a new schedule needs (assignment edit; ``tune``'s last step)."""
+    """Run allocator ``allocator`` again on the plan's program (spill code removed) at the plan's budget, or at
+    ``budget`` (which becomes the plan's): the assignment a new schedule needs (assignment edit; ``tune``'s
+    last step; ``budget`` where only a smaller one makes the allocator rematerialise what does not fit)."""
 
     allocator: str
+    budget: int | None = None
 
 
 @dataclass(frozen=True)
 class Restore:
-    """Put back a program, assignment and spills exactly (the inverse of an unspill)."""
+    """Put back a program, assignment and spills exactly (the inverse of an unspill), and a budget (None: the
+    plan's own, unchanged)."""
 
     program: Program
     assignment: dict
     spills: dict
+    budget: int | None = None
 
 
 @dataclass(frozen=True)
@@ -198,8 +202,9 @@ def _unspill(plan: Plan, e: Unspill, analysis: Analysis | None) -> EditResult:
 
 
 def _restore(plan: Plan, e: Restore, analysis: Analysis | None) -> EditResult:
-    inverse = Restore(plan.program, plan.assignment, plan.spills)
-    return _result(plan.with_(program=e.program, assignment=e.assignment, spills=e.spills), inverse)
+    inverse = Restore(plan.program, plan.assignment, plan.spills, plan.budget if e.budget is not None else None)
+    budget = plan.budget if e.budget is None else e.budget
+    return _result(plan.with_(program=e.program, assignment=e.assignment, spills=e.spills, budget=budget), inverse)
 
 
 def _move(plan: Plan, e: Move, analysis: Analysis | None) -> EditResult:
@@ -237,9 +242,11 @@ def _reallocate(plan: Plan, e: Reallocate, analysis: Analysis | None) -> EditRes
 
     if e.allocator not in ALLOCATORS:
         return _reject(plan, f"unknown allocator {e.allocator!r} (known: {', '.join(sorted(ALLOCATORS))})", analysis)
-    allocation = allocate(e.allocator, remove_spill_code(plan.program, plan.spills), plan.budget)
-    new = plan.with_(program=allocation.program, assignment=allocation.assignment, spills=allocation.spills)
-    return _result(new, Restore(plan.program, plan.assignment, plan.spills), allocation.analysis)
+    budget = plan.budget if e.budget is None else e.budget
+    allocation = allocate(e.allocator, remove_spill_code(plan.program, plan.spills), budget)
+    new = plan.with_(program=allocation.program, assignment=allocation.assignment, spills=allocation.spills,
+                     budget=budget)
+    return _result(new, Restore(plan.program, plan.assignment, plan.spills, plan.budget), allocation.analysis)
 
 
 _APPLY = {Assign: _assign, Swap: _swap, Spill: _spill, Unspill: _unspill, Move: _move, Restore: _restore,
@@ -265,7 +272,8 @@ def describe_edit(edit) -> str:
     if isinstance(edit, Move):
         return f"move instruction {edit.index} to {edit.to}"
     if isinstance(edit, Reallocate):
-        return f"re-allocate with {edit.allocator} at the new schedule"
+        within = f" within {edit.budget} registers" if edit.budget is not None else ""
+        return f"re-allocate with {edit.allocator} at the new schedule{within}"
     return type(edit).__name__
 
 

@@ -135,8 +135,10 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
     print(f"MAXLIVE {r.maxlive_before} -> {r.maxlive_after} (lower bound over every reordering within blocks: {r.lower_bound}"
           f"{optimal}); "
           f"search: " + ", ".join(f"{name} {m}" for name, m in r.phases) + f"; {r.seconds:.2f} s")
-    print(f"{r.allocator} at the new schedule: {r.registers_after} registers of {plan.budget} "
-          f"(was {r.registers_before}), {len(r.plan.spills)} spilled values")
+    again = r.plan.predicted.rematerialised_values if r.plan.predicted else 0
+    print(f"{r.allocator} at the new schedule: {r.registers_after} registers of {r.plan.budget} "
+          f"(was {r.registers_before}), {len(r.plan.spills)} spilled values"
+          + (f", {again} computed again where read (rematerialised: no slot, no store)" if again else ""))
     print(f"occupancy ({_arch_of(plan)}, {plan.options.get('threads_per_block', 128)} threads per block): "
           f"{_occupancy(plan, r.registers_before)} -> {_occupancy(plan, r.registers_after)}")
     print("target " + ("reached" if r.reached else "not reached: " + r.why_not))
@@ -150,11 +152,14 @@ def _print(args, plan, r, why, identity, moved, describe_edit) -> None:
 
 
 def _report(args, plan, r, why, identity) -> dict:
+    from engine.ir.spill import spill_code_of
     from engine.tune import describe_edit
 
     out = {"plan": args.plan, "target": r.target, "target_from": why, "edits": [describe_edit(e) for e in r.edits],
            "maxlive_before": r.maxlive_before, "maxlive_after": r.maxlive_after, "lower_bound": r.lower_bound,
-           "lower_bound_reason": r.bound_reason, "peak": r.peak, "allocator": r.allocator, "registers_before": r.registers_before, "registers_after": r.registers_after,
+           "lower_bound_reason": r.bound_reason, "peak": r.peak, "allocator": r.allocator,
+           "registers_before": r.registers_before, "registers_after": r.registers_after, "budget_after": r.plan.budget,
+           "rematerialised_after": sorted(spill_code_of(r.plan.program, r.plan.spills).rematerialised),
            "reached": r.reached, "why_not": r.why_not, "seconds": round(r.seconds, 3),
            "phases": [list(p) for p in r.phases], "identity": None if identity is None else identity.text}
     if not args.no_ptxas:

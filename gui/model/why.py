@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from engine.ir.spill import has_spill_code
 from engine.plan import Plan, registers_used
 from engine.workloads.roles import role_of
 
@@ -110,7 +111,8 @@ def why_this_many(plan: Plan, analysis, index: int | None = None, occurrences: O
     occ = occurrences or Occurrences(analysis)
     rows = tuple(_row(plan, analysis, occ, name, index) for name in analysis.live_at(index))
     return WhyReport(index, peak, str(plan.program.instructions[index]), int(analysis.pressure[index]),
-                     analysis.maxlive, registers_used(plan.assignment), rows, bool(plan.spills))
+                     analysis.maxlive, registers_used(plan.assignment), rows,
+                     has_spill_code(plan.program, plan.spills))
 
 
 def _row(plan: Plan, analysis, occ: Occurrences, name: str, index: int) -> WhyRow:

@@ -42,14 +42,15 @@ scan, Chaitin-Briggs and DSatur, each of those 12 with a shared slot; no
 plan without a shared slot of the other four allocators differs
 (Chaitin-Briggs's new cost chose the same spills on this sample).
 
-Issue 24 wrote both files again, once more, for rematerialisation: the fast
-allocators now compute again (parameter reads, special registers,
-constants and integer arithmetic on them) the values they would spill
-that are cheap to recompute. Before writing, all 100 plans made with
-``allocate(..., remat=False)`` hashed to the old digests (100 of 100), so
-rematerialisation is the only change; with it, 13 plans differ: every one
-at budget 32 or a benchmark program at 255, each spilling 1 to 15 values
-fewer (``%alpha``/``%beta`` recomputed as ``param`` reads instead).
+Issue 24 wrote both files again, once more, for rematerialisation and
+splitting: the fast allocators now compute again (parameter reads,
+special registers, constants and integer arithmetic on them) the values
+they would spill that are cheap to recompute, and let one reload serve
+the reads of a spilled value within 32 instructions of it
+(``engine.alloc.common.RELOAD_REUSE``). Before writing, all 100 plans made
+with ``allocate(..., spill_everywhere=True)`` (neither of the two) hashed
+to the digests of ed34e9d, the last before them (100 of 100), so these two
+are the only change.
 """
 
 from __future__ import annotations

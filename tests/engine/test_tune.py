@@ -11,12 +11,13 @@ import pytest
 from engine.admit import prove_allocation
 from engine.alloc import allocate
 from engine.alloc.hand import Move, Reallocate, apply_edit
-from engine.analysis.dependence import reordering_problem
+from engine.analysis.dependence import reordering_problem, widths_of
 from engine.analysis.liveness import analyze
 from engine.check.verify import static_conflicts
 from engine.identity import prove_identity
 from engine.ir.parser import parse
-from engine.ir.spill import remove_spill_code
+from engine.check.symbolic import check_allocation
+from engine.ir.spill import remove_spill_code, spill_code_of
 from engine.planfile import check_plan
 from engine.predict import predicted_plan
 from engine.tune import (
@@ -174,22 +175,30 @@ def test_bound_is_never_above_a_schedule(workload, options):
 def test_gemm_8x8x8_k_outer_bound_is_the_last_accumulator_born():
     """GEMM 8x8x8 k-outer: when the last of the 64 accumulators is born, the other 63 are live, and so are alpha,
     beta, C's address and A's and B's (or the rest of the last accumulator's operands): no order has MAXLIVE below
-    that (bound 4). The search stops above 80, and refute's wider split (the births and the loads of A and B)
-    proves 80 out of reach: every random order and the tuned one are at or above its bound."""
+    that (bound 4). The search stops at 81, and refute's wider split (the births and the loads of A and B)
+    proves 80 out of reach for a schedule alone: every random order and the tuned one are at or above its
+    bound. The re-allocation at 80 registers reaches the step all the same, by reading %beta again where it is
+    used (rematerialised, nothing spilled)."""
     plan = _plan({"kind": "gemm", "m": 8, "n": 8, "k": 8}, {"schedule": "k-outer"})
     found = program_bound(plan.program)
     assert found.block == "body" and "the value born last of the 64 mul births of block {block}" in found.case
     assert {"alpha", "beta", "ta", "tb", "tc"} <= set(found.live)
     assert 64 + 1 + 1 + 3 * 2 <= found.registers <= analyze(plan.program).maxlive
     r = tune(plan, 80, time_limit=3)
-    assert 80 < r.lower_bound <= r.maxlive_after < r.maxlive_before and not r.reached
-    assert r.why_not.startswith("no reordering within blocks can reach 80: every order keeps MAXLIVE >= ")
-    assert "64 mul births of block body and the 96 ld.global instructions their descendants read" in r.why_not
+    assert r.maxlive_after == 81 < r.maxlive_before and r.reached and r.registers_after == 80
+    assert not r.plan.spills and r.plan.budget == 80 and r.edits[-1] == Reallocate(r.allocator, 80)
+    assert spill_code_of(r.plan.program, {}).rematerialised and r.why_not is None
+    assert check_allocation(r.plan.program, r.plan.assignment, r.plan.spills) == []
+    tuned = remove_spill_code(r.plan.program, r.plan.spills)
+    proof = refute(tuned, program_schedules(tuned), 80)
+    assert proof is not None and proof.registers == 81
+    assert "64 mul births of block body and the 96 ld.global instructions their descendants read" in \
+        proof.reason(widths_of(tuned))
     body = program_schedules(plan.program)[1]
     rng = random.Random(5)
     for _ in range(20):
         body.set_order(_random_order(body, rng))
-        assert r.lower_bound <= body.maxlive
+        assert proof.registers <= body.maxlive
 
 
 def test_refute_is_never_above_the_search_on_small_gemms():

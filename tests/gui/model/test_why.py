@@ -52,4 +52,6 @@ def test_a_plan_with_spill_code_names_its_peak_so_and_never_calls_it_maxlive():
     plan = allocate("linear-scan", p, budget=2).plan()
     a = analyze(plan.program)
     caption = why_this_many(plan, a).caption
-    assert plan.spills and f"(peak with spill code {a.maxlive} at {a.peak})" in caption and "MAXLIVE" not in caption
+    # the constants are computed again where they are read (rematerialised), spill code all the same
+    assert plan.program.instructions != p.instructions and not plan.spills
+    assert f"(peak with spill code {a.maxlive} at {a.peak})" in caption and "MAXLIVE" not in caption
