@@ -457,7 +457,7 @@ def remat_definitions(program: Program, origin: dict | None = None) -> dict[str,
     named back through ``origin`` (a reload ``%u.r2`` read as ``%u``).
 
     A value qualifies when it has the same value wherever it is computed: exactly one definition (copies
-    ``v.mK`` aside), unguarded, of a general register, that is a ``param`` read, a special register, a
+    ``v.mK`` and reloads ``v.rK`` aside), unguarded, of a general register, that is a ``param`` read, a special register, a
     ``mov`` of a constant, or integer arithmetic (:data:`REMAT_ARITHMETIC`, an ``i32`` or ``u64`` result)
     on constants and values that qualify.
 
@@ -476,7 +476,7 @@ def remat_definitions(program: Program, origin: dict | None = None) -> dict[str,
     for ins in program.instructions:
         for d in ins.defs:
             name = origin.get(d.name, d.name)
-            if _copy_kind(d.name, origin) != "m":
+            if _copy_kind(d.name, origin) not in ("m", "r"):  # copies (reloads, recomputations) define nothing new
                 definitions.setdefault(name, []).append(ins)
     found: dict[str, Instruction] = {}
     pending = {}
