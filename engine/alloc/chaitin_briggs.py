@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.alloc import register
+from engine.alloc.choice import spread
 from engine.alloc.common import (
     NeighbourRegisters,
     block_frequency,
@@ -112,5 +113,5 @@ def chaitin_briggs(program, analysis, budget, spill_everywhere=False):
     """Chaitin-Briggs colouring with optimistic select and cost-based spilling (splitting and rematerialising
     unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
     frequency = block_frequency(program)  # spill code adds no block: one estimate serves every round
-    return run_with_spilling(program, analysis, budget, "chaitin-briggs",
-                             lambda a, b, u, d: _core(a, b, u, d, frequency), spill_everywhere=spill_everywhere)
+    return spread(run_with_spilling(program, analysis, budget, "chaitin-briggs",
+                                    lambda a, b, u, d: _core(a, b, u, d, frequency), spill_everywhere=spill_everywhere))

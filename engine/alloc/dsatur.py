@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.alloc import register
+from engine.alloc.choice import spread
 from engine.alloc.common import (
     NeighbourRegisters,
     run_with_spilling,
@@ -112,4 +113,4 @@ def _core(analysis, budget, unspillable, discount=1.0):
 def dsatur(program, analysis, budget, spill_everywhere=False):
     """DSatur colouring, spilling by Chaitin's cost rule when the budget is exceeded (splitting and
     rematerialising unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
-    return run_with_spilling(program, analysis, budget, "dsatur", _core, spill_everywhere=spill_everywhere)
+    return spread(run_with_spilling(program, analysis, budget, "dsatur", _core, spill_everywhere=spill_everywhere))

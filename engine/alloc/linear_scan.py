@@ -80,6 +80,7 @@ import heapq
 import numpy as np
 
 from engine.alloc import register
+from engine.alloc.choice import spread
 from engine.alloc.common import run_with_spilling, too_small
 from engine.alloc.linear_scan_hull import _even
 
@@ -245,4 +246,4 @@ def _core(analysis, budget, unspillable, discount=1.0):
 def linear_scan(program, analysis, budget, spill_everywhere=False):
     """Linear scan with lifetime holes, spilling the interval whose next use is farthest away (splitting and
     rematerialising unless ``spill_everywhere``: :func:`engine.alloc.common.run_with_spilling`)."""
-    return run_with_spilling(program, analysis, budget, "linear-scan", _core, spill_everywhere=spill_everywhere)
+    return spread(run_with_spilling(program, analysis, budget, "linear-scan", _core, spill_everywhere=spill_everywhere))

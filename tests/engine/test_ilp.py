@@ -158,6 +158,7 @@ def test_false_dependences_never_shorten_the_critical_path(program, budget, name
     if n < 2:
         return
     s, d = sorted((int(extra[0] * (n - 1)), int(extra[1] * (n - 1))))
+    s = min(s, n - 2)       # an edge from the last node would have no node after it
     d = max(d, s + 1)
     more = replace(g, src=np.r_[g.src, s], dst=np.r_[g.dst, d], weight=np.r_[g.weight, extra[2]],
                    kind=np.r_[g.kind, WAR].astype(np.int8))

@@ -121,15 +121,28 @@ def test_the_colouring_allocators_final_graph_equals_a_fresh_build_on_the_loop_p
     assert_same_graph(allocation.analysis.interference, build_interference(analyze(allocation.program)))
 
 
-@pytest.mark.parametrize("name", ["linear-scan", "naive"])
-def test_an_allocator_that_never_reads_the_graph_neither_builds_nor_updates_one(name):
+def test_an_allocator_that_never_reads_the_graph_neither_builds_nor_updates_one():
     from engine.alloc import allocate
 
     program = parse(loop_shaped(n=800, peak=60))
     analysis = analyze(program)
     analysis.interference      # the caller's graph (the regtune command's analysis has one)
-    allocation = allocate(name, program, 40, analysis)
+    allocation = allocate("naive", program, 40, analysis)
     assert allocation.spills and "interference" not in allocation.analysis.__dict__
+
+
+def test_linear_scan_reads_the_graph_of_its_final_program_only_for_the_register_choice():
+    """Linear scan spills without a graph; its register choice (engine.alloc.choice.spread) reads the final
+    program's, which must be that program's own."""
+    from engine.alloc import allocate
+    from engine.analysis.interference import build_interference
+
+    program = parse(loop_shaped(n=800, peak=60))
+    analysis = analyze(program)
+    analysis.interference
+    allocation = allocate("linear-scan", program, 40, analysis)
+    assert allocation.spills and "interference" in allocation.analysis.__dict__
+    assert_same_graph(allocation.analysis.interference, build_interference(analyze(allocation.program)))
 
 
 def test_a_renumbering_out_of_order_still_gives_the_graph_of_the_kept_and_added_edges():
