@@ -7,7 +7,9 @@ smallest-last order and select uses exactly MAXLIVE registers when MAXLIVE
 fits the budget. When every remaining value is significant, the one of
 least cost is pushed optimistically (Briggs); it is spilled only if select
 then finds no register for it, and the allocation is repeated on the
-program with its spill code until it colours.
+program with its spill code until it colours. At the count it needs,
+:func:`engine.alloc.choice.spread` then gives each value the free register
+freed longest ago instead of the lowest.
 
 The cost (issue 24) is what spilling the value would run, over its degree:
 a reload per instruction reading it and a store per instruction writing it,

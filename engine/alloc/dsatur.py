@@ -6,7 +6,9 @@ distinct registers (ties: most neighbours, then lowest number), and it takes
 the lowest free register (an even pair for 64-bit values). When none is
 free, the cheapest of it and its coloured neighbours (Chaitin's cost rule:
 instructions reading or writing it, weighted by 10**loop depth, over degree) is spilled, and the value
-retries; the allocation is repeated on the program with spill code.
+retries; the allocation is repeated on the program with spill code. At the
+count it needs, :func:`engine.alloc.choice.spread` then gives each value the
+free register freed longest ago instead of the lowest.
 """
 
 from __future__ import annotations

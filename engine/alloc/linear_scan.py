@@ -10,7 +10,10 @@ The current interval takes the lowest register (an even pair for a 64-bit
 value) that no active interval holds and no inactive interval that
 intersects it holds, so a register is shared through a hole (the
 second-chance binpacking idea, with lowest-first instead of best-fit so
-that straight-line code needs exactly MAXLIVE registers).
+that straight-line code needs exactly MAXLIVE registers). Once the count is
+known, :func:`engine.alloc.choice.spread` chooses each value's register
+again within it (the one freed longest ago), so that lowest-first does not
+leave each value waiting on the last read of the one before.
 
 When no register is free for the whole interval (``allocateBlockedReg``),
 the register whose holders (the active intervals in it and the inactive
