@@ -49,8 +49,8 @@ def test_interval_graphs_colour_with_maxlive_registers(name, program, budget):
     if maxlive <= budget:
         assert plan.spills == {}
         assert plan.predicted.registers == maxlive
-    else:
-        assert plan.spills
+    else:   # spilled, or rematerialised (computed again where read: no slot)
+        assert plan.spills or plan.predicted.rematerialised_values
 
 
 def test_dsatur_excess_over_maxlive_on_a_fixed_sample(capsys):

@@ -151,7 +151,10 @@ def test_planned_spills_survive_nvvm_as_local_memory():
     assert 0 < build.ptx_count("ld.local") <= build.source.spill_loads
     report = build.archs["sm_80"].report
     assert report.stack_frame_bytes >= 4 * len(set(plan.spills.values()))
-    assert build.archs["sm_80"].sass.mix()["spill stores (STL)"] >= build.source.spill_stores
+    # every planned store reaches the SASS, though ptxas may merge neighbouring ones (STL.64, STL.128: measured,
+    # the 40 stores of this plan as 20 STL.128 with ptxas 13)
+    stl = [op for op in build.archs["sm_80"].sass.opcodes() if op.startswith("STL")]
+    assert sum({"STL.64": 2, "STL.128": 4}.get(op, 1) for op in stl) >= build.source.spill_stores
     compiler = build_plan(plan, ("sm_80",), spills="compiler")
     assert compiler.ptx_count("st.local") == 0 and compiler.archs["sm_80"].report.stack_frame_bytes == 0
 

@@ -108,12 +108,14 @@ def test_compare_has_a_column_per_allocator_and_plan(tmp_path, capsys):
 
 
 SPILLING_PLAN = ["gemm", "--m", "8", "--n", "8", "--k", "8", "--tile", "4x4", "--schedule", "load-all-first",
-                 "--budget", "32", "--allocators", "linear-scan", "--arch", "sm_80", "--no-simulate"]
+                 "--budget", "40", "--allocators", "linear-scan", "--arch", "sm_80", "--no-simulate"]
 
 
 def test_fail_on_spill_does_not_count_the_plans_own_spill_code(capsys):
-    """linear-scan at budget 32 spills 44 values by plan (the hull scan 45): that is what the plan asked for;
-    ptxas at the plan's count (-maxrregcount=32) spills nothing of its own, so --fail-on-spill passes."""
+    """linear-scan at budget 40 spills 46 values by plan: that is what the plan asked for; ptxas at the plan's
+    count (-maxrregcount=40) spills nothing of its own, so --fail-on-spill passes. (At budget 32 the Numba
+    kernel has spilled 344 B of its own since the allocators rematerialise and split; the plan PTX at 32 spills
+    nothing. --fail-on-spill exits 1 there, and says so.)"""
     assert main(["compare", *SPILLING_PLAN, "--fail-on-spill", "--format", "json"]) == 0
     printed = capsys.readouterr()
     rows = {r["row"]: r["values"]["linear-scan"] for r in json.loads(printed.out)["rows"]}
