@@ -673,6 +673,9 @@ class GapRow:
     spill_instructions: int
     executed_spill_instructions: int
     gap: str | None
+    #: the gap as a number (in ``unit``), None where ``optimal`` was not proved
+    excess: int | None = None
+    unit: str | None = None
 
 
 def registers_of(allocation: Allocation) -> int:
@@ -720,4 +723,4 @@ def _row(name: str, a: Allocation, best: Allocation, proved: bool) -> GapRow:
         gap = "0" if mine == theirs else (f"+{mine - theirs} {unit}" +
                                           (f" (+{100 * (mine - theirs) / theirs:.0f}%)" if theirs else ""))
     return GapRow(name, registers_of(a), len(a.spills), len(a.spill_code.loads) + len(a.spill_code.stores),
-                  executed, gap)
+                  executed, gap, *((mine - theirs, unit) if proved else (None, None)))

@@ -74,12 +74,12 @@ def yardstick() -> float:
 
 
 def row(label: str, program, workload: dict, options: dict, budget: int, name: str, repeat: int,
-        runs: ReferenceRuns, analysis) -> dict:
-    """One allocator's figures on one program at one budget."""
+        runs: ReferenceRuns, analysis, **solver) -> dict:
+    """One allocator's figures on one program at one budget (``solver``: ``optimal``'s time limit)."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        allocation = allocate(name, program, budget, analysis)
+        allocation = allocate(name, program, budget, analysis, **solver)
         times.append(time.perf_counter() - t)
     plan = planned_and_run(allocation, runs, workload=workload, options=options)
     f = plan.predicted
@@ -89,24 +89,28 @@ def row(label: str, program, workload: dict, options: dict, budget: int, name: s
     return {"program": label, "budget": budget, "allocator": name, "maxlive": analysis.maxlive,
             "registers": f.registers, "spilled": f.spilled_values, "static_spill": f.spill_stores + f.spill_loads,
             "executed_spill": executed, "stack_bytes": f.local_bytes, "seconds": statistics.median(times),
-            "verified": not conflicts}
+            "verified": not conflicts, "proved": bool(allocation.notes) and allocation.notes[-1].startswith("optimal"),
+            "_allocation": allocation}
 
 
-def _gaps(rows: list[dict]) -> None:
-    """``optimal_gap`` of each row against the optimal row of its program and budget (None where absent)."""
-    best = {(r["program"], r["budget"]): r for r in rows if r["allocator"] == "optimal"}
+def _gaps(rows: list[dict], program, analysis, time_limit: float) -> None:
+    """Each heuristic row's ``optimal_gap`` (and its ``gap_unit``) against the optimal row of the same program
+    and budget, where optimal proved its result: :func:`engine.alloc.optimal.gap_rows`, the heuristics run again
+    in optimal's spill-everywhere model (``spill_everywhere_executed``: their executed spill instructions
+    there, by the trip-count model), so the gap compares like for like; None elsewhere."""
+    from engine.alloc.optimal import gap_rows
+
+    best = next(r for r in rows if r["allocator"] == "optimal")
+    found = {g.allocator: g for g in gap_rows(program, best["budget"], best["_allocation"], time_limit, analysis)}
     for r in rows:
-        o = best.get((r["program"], r["budget"]))
-        if o is None:
-            r["optimal_gap"] = None
-        elif r["budget"] == 255 and not o["spilled"]:
-            r["optimal_gap"] = r["registers"] - o["registers"]
-        else:
-            ours, theirs = r["executed_spill"], o["executed_spill"]
-            r["optimal_gap"] = None if ours is None or theirs is None else ours - theirs
+        g = found[r["allocator"]]
+        r.update(optimal_gap=g.excess, gap_unit=g.unit, spill_everywhere_executed=g.executed_spill_instructions)
 
 
-def run(small: bool = False, repeat: int = 1, limit: int | None = None, progress=None) -> list[dict]:
+def run(small: bool = False, repeat: int = 1, limit: int | None = None, progress=None,
+        optimal: float | None = None) -> list[dict]:
+    """Every allocator's row on each program and budget; with ``optimal`` (seconds), an ``optimal`` row too
+    (one run, that time limit) and each row's gap to it."""
     programs = sample(small)
     labels = list(programs)[:limit] if limit else list(programs)
     rows = []
@@ -116,11 +120,18 @@ def run(small: bool = False, repeat: int = 1, limit: int | None = None, progress
         runs = ReferenceRuns()
         budgets = (255,) + (BUDGETS if label in BUDGET_SAMPLE or small else ())
         for budget in budgets:
-            for name in sorted(ALLOCATORS):
-                rows.append(row(label, program, workload, options, budget, name, repeat, runs, analysis))
+            these = [row(label, program, workload, options, budget, name, repeat, runs, analysis)
+                     for name in sorted(ALLOCATORS)]
+            if optimal:
+                these.append(row(label, program, workload, options, budget, "optimal", 1, runs, analysis,
+                                 time_limit=optimal))
+                _gaps(these, program, analysis, optimal)
+            for r in these:
+                r.pop("_allocation")
+                r.setdefault("optimal_gap", None)
+            rows += these
         if progress:
             progress(label)
-    _gaps(rows)
     return rows
 
 
@@ -129,23 +140,48 @@ def _mean(values):
     return statistics.mean(values) if values else None
 
 
-def summary(rows: list[dict]) -> list[str]:
-    """Per budget and allocator: programs, mean registers, totals of the spill figures, seconds."""
+def _gap_cell(gaps: list, units: list) -> str:
+    """The sum of the proved gaps by unit, and how many cases were proved."""
+    if not gaps:
+        return "—"
+    parts = [f"{sum(g for g, u in zip(gaps, units) if u == unit):+d} {unit.split()[0]}"
+             for unit in sorted(set(units), key=len)]
+    return ", ".join(parts) + f" ({len(gaps)} proved)"
+
+
+def summary(rows: list[dict], optimal: dict | None = None) -> list[str]:
+    """Per budget and allocator: programs, mean registers, totals of the spill figures, seconds, and the gap to
+    ``optimal`` where it proved its result. ``optimal``, (program, budget) -> the optimal row of another run, gives
+    rows of a version without it (spill-everywhere, as every allocator was) their gap to that run's: registers
+    where nothing spills, else executed spill instructions on the same input."""
     lines = ["| budget | allocator | programs | mean registers | regs = MAXLIVE | spilled values | static spill "
-             "| executed spill | stack bytes | seconds | all verified | optimal gap |",
+             "| executed spill | stack bytes | seconds | all verified | gap to optimal |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    names = sorted({r["allocator"] for r in rows} - {"optimal"}) + (["optimal"] if any(
+        r["allocator"] == "optimal" for r in rows) else [])
     for budget in sorted({r["budget"] for r in rows}, reverse=True):
-        for name in sorted(ALLOCATORS):
+        for name in names:
             rs = [r for r in rows if r["budget"] == budget and r["allocator"] == name]
+            if not rs:
+                continue
             executed = [r["executed_spill"] for r in rs]
-            gaps = [r["optimal_gap"] for r in rs if r["optimal_gap"] is not None]
+            if optimal is not None:
+                pairs = [(r, optimal.get((r["program"], r["budget"]))) for r in rs]
+                pairs = [(r, o) for r, o in pairs if o is not None and o["proved"]]
+                gaps = [r["registers"] - o["registers"] if not o["spilled"] and not r["spilled"] else
+                        r["executed_spill"] - o["executed_spill"] for r, o in pairs]
+                units = ["registers" if not o["spilled"] and not r["spilled"] else "executed" for r, o in pairs]
+            else:
+                proved = [r for r in rs if r["optimal_gap"] is not None]
+                gaps, units = [r["optimal_gap"] for r in proved], [r["gap_unit"] for r in proved]
             lines.append(
                 f"| {budget} | {name} | {len(rs)} | {_mean(r['registers'] for r in rs):.1f} "
                 f"| {sum(r['registers'] == r['maxlive'] for r in rs)} "
                 f"| {sum(r['spilled'] for r in rs)} | {sum(r['static_spill'] for r in rs)} "
                 f"| {sum(e for e in executed if e is not None)}{'' if None not in executed else ' (some not run)'} "
                 f"| {sum(r['stack_bytes'] for r in rs)} | {sum(r['seconds'] for r in rs):.3f} "
-                f"| {all(r['verified'] for r in rs)} | {sum(gaps) if gaps else '—'} |")
+                f"| {all(r['verified'] for r in rs)} "
+                f"| {'proved ' + str(sum(r['proved'] for r in rs)) + ' of ' + str(len(rs)) if name == 'optimal' else _gap_cell(gaps, units)} |")
     return lines
 
 
@@ -158,6 +194,7 @@ def wins(rows: list[dict]) -> list[str]:
     spilling = {k: rs for k, rs in cases.items() if any(r["executed_spill"] for r in rs if r["allocator"] != "naive")}
     count = dict.fromkeys(sorted(ALLOCATORS), 0)
     for rs in spilling.values():
+        rs = [r for r in rs if r["allocator"] in count]
         least = min(r["executed_spill"] for r in rs if r["executed_spill"] is not None)
         for r in rs:
             count[r["allocator"]] += r["executed_spill"] == least
@@ -171,26 +208,53 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--repeat", type=int, default=3, help="allocation runs per figure (median)")
     parser.add_argument("--limit", type=int, help="the first N programs only")
     parser.add_argument("--csv", help="write every row to this CSV file")
+    parser.add_argument("--optimal", type=float, metavar="SECONDS",
+                        help="run optimal on every program and budget with this time limit, and each gap to it")
+    parser.add_argument("--before", metavar="CSV", help="another version's rows (this script's --csv, e.g. run on "
+                        "an older checkout) to print as a table of their own, with gaps to this run's optimal")
     args = parser.parse_args(argv)
     configure_process()
     loops = [yardstick()]
     rows = run(args.small, args.repeat, args.limit,
-               progress=lambda label: print(f"  done: {label}", file=sys.stderr, flush=True))
+               progress=lambda label: print(f"  done: {label}", file=sys.stderr, flush=True), optimal=args.optimal)
     loops.append(yardstick())
     programs = len({r["program"] for r in rows})
     budgeted = len({r["program"] for r in rows if r["budget"] != 255})
     print(f"{programs} programs at budget 255, {budgeted} of them at budgets {', '.join(map(str, BUDGETS))}; "
-          f"allocators: {', '.join(sorted(ALLOCATORS))}")
+          f"allocators: {', '.join(sorted({r['allocator'] for r in rows}))}")
     print("\n".join(summary(rows)))
     print("\n".join(wins(rows)))
-    if "optimal" not in ALLOCATORS:
-        print("optimal_gap: no 'optimal' allocator is registered here, so the column is empty")
+    if args.optimal:
+        print(f"gap to optimal ({args.optimal:g} s limit): the heuristics run again in optimal's spill-everywhere "
+              "model (no splitting, no rematerialisation), registers where nothing spills, else executed spill "
+              "instructions by the trip-count model; the executed spill column is the full heuristic's, on the "
+              "execution check's deepest input")
+    else:
+        print("gap to optimal: not run (--optimal SECONDS runs it)")
+    if args.before:
+        before = _read_rows(args.before)
+        best = {(r["program"], r["budget"]): r for r in rows if r["allocator"] == "optimal"}
+        print(f"\n{args.before} ({len(before)} rows), gaps to this run's optimal where it proved its result:")
+        print("\n".join(summary(before, best)))
     print(f"sum(range(10**7)): {statistics.median(loops) * 1000:.0f} ms in this run (median of {len(loops)})")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             out = csv.DictWriter(f, fieldnames=list(rows[0]))
             out.writeheader()
             out.writerows(rows)
+    return rows
+
+
+def _read_rows(path: str) -> list[dict]:
+    """Rows written by ``--csv``, their numbers and flags typed again."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("budget", "maxlive", "registers", "spilled", "static_spill", "stack_bytes"):
+            r[k] = int(r[k])
+        r["executed_spill"] = int(r["executed_spill"]) if r["executed_spill"] not in ("", "None") else None
+        r["seconds"] = float(r["seconds"])
+        r["verified"], r["proved"] = r["verified"] == "True", r.get("proved") == "True"
     return rows
 
 
