@@ -14,8 +14,18 @@ model than the kernel built from it.
 does (the register freed longest ago): the values are visited by the start
 of their live range, and each takes, of the registers (even-aligned pairs
 for 64-bit values) below the count that none of its interfering
-neighbours holds at that moment, the one whose last holder so far ended
-earliest; registers not yet held come first, the lowest of them first.
+neighbours holds at that moment:
+
+1. the register of a value it is copied from or to (``%v = mov %u``),
+   where free: the copy then moves nothing (biased colouring, Briggs);
+2. else, of the registers whose last holder so far ended at least
+   :data:`RECENT` positions before its start, one in the bank that adds
+   fewest bank conflicts to the instructions reading it (the default
+   arch's bank model, :func:`engine.model.arch.bank_conflicts`), the one
+   freed longest ago;
+3. else the one freed longest ago.
+
+Registers not yet held count as freed longest ago, the lowest first.
 
 Invariant: a value only ever moves to a register that no value it
 interferes with holds, so a valid allocation stays valid; the register

@@ -162,8 +162,10 @@ def false_dependence_why(arch: str, figures=None) -> str:
         f"{arch}.toml [latency] (Accel-Sim's tuned configs, Abdelkhalik et al. 2022); read scoreboards: "
         f"[read_scoreboard] — {t.read_sources.get('ld_global', 'none')}",
         "ptxas allocates the plan PTX's registers again, so the compiled kernel has its own reuse, usually at the "
-        "same count with loads spread over more registers: a plan whose reuse puts the loads in one line costs "
-        "more here than its SASS does; the SASS issue cycles (control bits) are the figure to trust for the kernel.",
+        "same count with loads spread over more registers. Linear scan, Chaitin-Briggs and DSatur choose so too "
+        "(each value the free register freed longest ago: engine/alloc/choice.py); a plan whose reuse puts the "
+        "loads in one line (a hand edit, the hull scan, lowest-first) costs more here than its SASS does. The SASS "
+        "issue cycles (control bits) are the figure to trust for the kernel.",
     ]
     if figures is not None:
         lines.insert(1, f"This plan: {figures.war_free} writes after a fixed-latency read (no wait), "
