@@ -16,21 +16,20 @@ of their live range, and each takes, of the registers (even-aligned pairs
 for 64-bit values) below the count that none of its interfering
 neighbours holds at that moment:
 
-1. the register of a value it is copied from or to (``%v = mov %u``),
-   where free: the copy then moves nothing (biased colouring, Briggs);
-2. else, of the registers whose last holder so far ended at least
-   :data:`RECENT` positions before its start, one in the bank that adds
-   fewest bank conflicts to the instructions reading it (the default
+1. of the registers never held yet or whose last holder so far ended at
+   least :data:`RECENT` positions before its start, one in the bank that
+   adds fewest bank conflicts to the instructions reading it (the default
    arch's bank model, :func:`engine.model.arch.bank_conflicts`), the one
-   freed longest ago;
-3. else the one freed longest ago.
+   freed longest ago (never held: the lowest first);
+2. else the one freed longest ago.
 
-Registers not yet held count as freed longest ago, the lowest first.
+Values a copy joins (``%v = mov %u``) that the colouring put in one
+register move together, so a copy it coalesced stays free.
 
-Invariant: a value only ever moves to a register that no value it
-interferes with holds, so a valid allocation stays valid; the register
-count, the spills, the program and every value's width and alignment are
-unchanged.
+Invariant: a value only ever moves to a register below the allocation's
+count that no value it interferes with holds, so a valid allocation stays
+valid and its register count never rises; the spills, the program and
+every value's width and alignment are unchanged.
 
 Examples
 --------
@@ -57,6 +56,7 @@ import numpy as np
 
 from engine.alloc.common import Allocation, _assignment
 from engine.model.arch import DEFAULT_ARCH, load_arch
+from engine.plan import registers_used
 
 __all__ = ["RECENT", "spread"]
 
@@ -73,16 +73,16 @@ def spread(allocation: Allocation) -> Allocation:
     Examples
     --------
     >>> from engine.ir.parser import parse
-    >>> from engine.alloc.dsatur import dsatur
+    >>> from engine.alloc.linear_scan_hull import linear_scan_hull
     >>> from engine.analysis.liveness import analyze
-    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n"
-    ...           "  %x:f32 = ld.global %pa, 0\\n  st.global %pa, 0, %x\\n"
-    ...           "  %y:f32 = ld.global %pa, 4\\n  st.global %pa, 4, %y\\n"
-    ...           "  %z:f32 = ld.global %pa, 8\\n  %w:f32 = ld.global %pa, 12\\n"
-    ...           "  st.global %pa, 8, %z\\n  st.global %pa, 12, %w\\n  exit\\n")
-    >>> a = dsatur(p, analyze(p), 8)        # spread already: y takes R3, not the R2 that x just left
-    >>> {n: r for n, r in a.assignment.items() if n != "pa"}
-    {'x': (2,), 'y': (3,), 'z': (2,), 'w': (3,)}
+    >>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n  %x:f32 = ld.global %pa, 0\\n"
+    ...           "  %z:f32 = ld.global %pa, 8\\n  st.global %pa, 8, %z\\n  st.global %pa, 0, %x\\n"
+    ...           "  %y:f32 = ld.global %pa, 4\\n  %c:f32 = mov %y\\n  st.global %pa, 4, %c\\n  exit\\n")
+    >>> lowest = linear_scan_hull(p, analyze(p), 8)
+    >>> {n: r for n, r in lowest.assignment.items() if n != "pa"}   # y's load waits for the store of x
+    {'x': (2,), 'z': (3,), 'y': (2,), 'c': (2,)}
+    >>> {n: r for n, r in spread(lowest).assignment.items() if n != "pa"}   # c, a copy of y, keeps y's register
+    {'x': (2,), 'z': (3,), 'y': (3,), 'c': (3,)}
     """
     analysis = allocation.analysis
     widths = analysis.widths
@@ -90,8 +90,7 @@ def spread(allocation: Allocation) -> Allocation:
     index = analysis.index
     for name, registers in allocation.assignment.items():
         base[index[name]] = registers[0]
-    count = int(max((base + np.maximum(widths, 1)).max(initial=0), 0))
-    choice = _Choice(analysis, base, count)
+    choice = _Choice(analysis, base, registers_used(allocation.assignment))
     for v in np.lexsort((np.arange(len(widths)), analysis.start)).tolist():
         if base[v] >= 0:
             choice.choose(v)
@@ -112,42 +111,46 @@ class _Choice:
         # a neighbour at ``base`` holds ``base`` and ``base + top``: itself again, or a pair's odd half (a predicate,
         # at -1 with top -1, marks the two rows past the count, which are held anyway)
         self.top = np.where(analysis.widths == 2, 1, np.where(analysis.widths == 0, -1, 0))
-        self.banks, self.copies = _Banks(analysis, base), _copies(analysis)
+        self.banks, self.groups = _Banks(analysis, base), _coalesced(analysis, base)
         self.bank_of = np.arange(count + 2) % self.banks.banks
+        self.done = [False] * len(self.widths)                 # chosen already (with its group)
         self.freed = np.full(count + 2, -1, dtype=np.int64)   # the end of each register's last holder (-1: none)
-        self.freed[count:] = _HELD
         self.key_old, self.key_recent = self.freed + 1, self.freed + 1 + _RECENTLY
-        self.key_old[count:] = self.key_recent[count:] = _HELD
+        self.freed[count:] = self.key_old[count:] = self.key_recent[count:] = _HELD   # the two rows past the count
 
     def choose(self, v: int) -> None:
-        """Move ``v`` to its register: a copy partner's if it is free, else the lowest :meth:`key`."""
+        """Move ``v``, and the values the colouring coalesced with it, to the register of the lowest :meth:`key`
+        that none of their neighbours holds."""
+        if self.done[v]:
+            return
         w = self.widths[v]
-        key = self.key(v, w)
-        nb = self.graph.neighbors(v)
-        at = self.base[nb]
-        key[at] = _HELD
-        key[at + self.top[nb]] = _HELD
-        r = _copy_register(self.base, self.copies.get(v, ()), key, w)
-        if r < 0:
-            r = int(key[: self.count].argmin()) if w == 1 else \
-                2 * int(np.maximum(key[0 : self.count : 2], key[1 : self.count + 1 : 2])[: self.count // 2].argmin())
-        self.base[v] = self.banks.base[v] = r
-        for k in range(r, r + w):
-            if self.end[v] > self.freed[k]:
-                self.freed[k] = self.end[v]
-                self.key_old[k], self.key_recent[k] = self.end[v] + 1, self.end[v] + 1 + _RECENTLY
+        key, _ = self.key(v, w)
+        members = self.groups.get(v, (v,))
+        for u in members:
+            nb = self.graph.neighbors(u)
+            at = self.base[nb]
+            key[at] = _HELD
+            key[at + self.top[nb]] = _HELD
+        r = _lowest(key, w, self.count)
+        for u in members:
+            self.base[u] = self.banks.base[u] = r
+            self.done[u] = True
+            for k in range(r, r + w):
+                if self.end[u] > self.freed[k]:
+                    self.freed[k] = self.end[u]
+                    self.key_old[k], self.key_recent[k] = self.end[u] + 1, self.end[u] + 1 + _RECENTLY
 
     def key(self, v: int, width: int) -> np.ndarray:
         """Each register's key for ``v`` before its neighbours' are marked (the lowest is taken): registers
-        freed at least :data:`RECENT` positions before ``v`` starts first, by the bank stalls they add to
-        ``v``'s readers (a single register only: a pair spans both banks) and then by age; the others after
-        them by age."""
-        old = self.freed < self.start[v] - RECENT
+        never held or freed at least :data:`RECENT` positions before ``v`` starts first, by the bank stalls they
+        add to ``v``'s readers (a single register only: a pair spans both banks) and then by age; the others
+        after them by age; and which registers are old enough to weigh their bank."""
+        old = (self.freed <= self.start[v] - RECENT) | (self.freed < 0)
         key = np.where(old, self.key_old, self.key_recent)
         added = self.banks.added(v) if width == 1 else None
         if added is not None and any(added):
             key += np.where(old, np.asarray(added, dtype=np.int64)[self.bank_of] * _STALL, 0)   # old: not the last two
-        return key
+        return key, old
 
 
 class _Banks:
@@ -194,24 +197,31 @@ class _Banks:
         return out
 
 
-def _copies(analysis) -> dict:
-    """value -> the values it is copied from or to (``%v = mov %u``, unguarded, the same width), in program order."""
-    out: dict = {}
-    index, widths = analysis.index, analysis.widths
+def _lowest(key: np.ndarray, width: int, count: int) -> int:
+    """The register (a pair's even base) of the lowest key below ``count``."""
+    if width == 1:
+        return int(key[:count].argmin())
+    return 2 * int(np.maximum(key[0:count:2], key[1 : count + 1 : 2])[: count // 2].argmin())
+
+
+def _coalesced(analysis, base: np.ndarray) -> dict:
+    """value -> its group, for the values a copy (``%v = mov %u``, unguarded) joins that the colouring put in one
+    register: they stay in one register, so the copy stays free (what coalescing bought is never undone)."""
+    parent: dict = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    index = analysis.index
     for ins in analysis.program.instructions:
         if ins.opcode == "mov" and ins.guard is None and len(ins.uses) == 1 and len(ins.defs) == 1:
             v, u = index[ins.defs[0].name], index[ins.uses[0]]
-            if widths[u] == widths[v] and u != v:
-                out.setdefault(v, []).append(u)
-                out.setdefault(u, []).append(v)
-    return out
+            if u != v and base[u] == base[v] >= 0 and analysis.widths[u] == analysis.widths[v]:
+                parent[root(v)] = root(u)
+    groups: dict = {}
+    for x in list(parent):
+        groups.setdefault(root(x), []).append(x)
+    return {x: tuple(g) for g in groups.values() if len(g) > 1 for x in g}
 
-
-def _copy_register(base: np.ndarray, partners, key: np.ndarray, width: int) -> int:
-    """The register of the first value of ``partners`` (copied to or from the value) that no neighbour holds
-    (``key``); -1 if none."""
-    for u in partners:
-        r = int(base[u])
-        if r >= 0 and (key[r:r + width] < _HELD).all():
-            return r
-    return -1

@@ -13,7 +13,9 @@ second-chance binpacking idea, with lowest-first instead of best-fit so
 that straight-line code needs exactly MAXLIVE registers). Once the count is
 known, :func:`engine.alloc.choice.spread` chooses each value's register
 again within it (the one freed longest ago), so that lowest-first does not
-leave each value waiting on the last read of the one before.
+leave each value waiting on the last read of the one before. That choice
+reads the interference graph of the final program (built once, after the
+spill rounds, which never need it).
 
 When no register is free for the whole interval (``allocateBlockedReg``),
 the register whose holders (the active intervals in it and the inactive

@@ -167,7 +167,8 @@ def summary(rows: list[dict], optimal: dict | None = None) -> list[str]:
             executed = [r["executed_spill"] for r in rs]
             if optimal is not None:
                 pairs = [(r, optimal.get((r["program"], r["budget"]))) for r in rs]
-                pairs = [(r, o) for r, o in pairs if o is not None and o["proved"]]
+                pairs = [(r, o) for r, o in pairs if o is not None and o["proved"]
+                         and None not in (r["executed_spill"], o["executed_spill"])]
                 gaps = [r["registers"] - o["registers"] if not o["spilled"] and not r["spilled"] else
                         r["executed_spill"] - o["executed_spill"] for r, o in pairs]
                 units = ["registers" if not o["spilled"] and not r["spilled"] else "executed" for r, o in pairs]
@@ -231,6 +232,8 @@ def main(argv=None) -> list[dict]:
               "execution check's deepest input")
     else:
         print("gap to optimal: not run (--optimal SECONDS runs it)")
+    if args.before and not args.optimal:
+        parser.error("--before prints gaps to this run's optimal: give --optimal SECONDS too")
     if args.before:
         before = _read_rows(args.before)
         best = {(r["program"], r["budget"]): r for r in rows if r["allocator"] == "optimal"}

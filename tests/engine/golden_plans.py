@@ -51,6 +51,15 @@ the reads of a spilled value within 32 instructions of it
 with ``allocate(..., spill_everywhere=True)`` (neither of the two) hashed
 to the digests of ed34e9d, the last before them (100 of 100), so these two
 are the only change.
+
+Issue 24 wrote both files a third time for the register choice
+(:func:`engine.alloc.choice.spread`): linear-scan, Chaitin-Briggs and
+DSatur now give each value, at their colouring's count, the free register
+freed longest ago instead of the lowest. Before writing, all 100 plans
+made with ``spread`` replaced by the identity in those three allocators
+hashed to the digests of 35b8a9d, the last before it (100 of 100); with
+it, 60 differ (those three allocators' 20 each), in their assignments and
+the two figures an assignment decides, bank conflicts and moves.
 """
 
 from __future__ import annotations
