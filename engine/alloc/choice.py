@@ -24,7 +24,9 @@ neighbours holds at that moment:
 2. else the one freed longest ago.
 
 Values a copy joins (``%v = mov %u``) that the colouring put in one
-register move together, so a copy it coalesced stays free.
+register move together, so a copy it coalesced stays free; and a value
+copied from or to one chosen already takes that one's register where it
+is free (biased colouring, Briggs et al. 1994), before rules 1 and 2.
 
 Invariant: a value only ever moves to a register below the allocation's
 count that no value it interferes with holds, so a valid allocation stays
@@ -111,7 +113,7 @@ class _Choice:
         # a neighbour at ``base`` holds ``base`` and ``base + top``: itself again, or a pair's odd half (a predicate,
         # at -1 with top -1, marks the two rows past the count, which are held anyway)
         self.top = np.where(analysis.widths == 2, 1, np.where(analysis.widths == 0, -1, 0))
-        self.banks, self.groups = _Banks(analysis, base), _coalesced(analysis, base)
+        self.banks, (self.groups, self.partners) = _Banks(analysis, base), _coalesced(analysis, base)
         self.bank_of = np.arange(count + 2) % self.banks.banks
         self.done = [False] * len(self.widths)                 # chosen already (with its group)
         self.freed = np.full(count + 2, -1, dtype=np.int64)   # the end of each register's last holder (-1: none)
@@ -119,8 +121,9 @@ class _Choice:
         self.freed[count:] = self.key_old[count:] = self.key_recent[count:] = _HELD   # the two rows past the count
 
     def choose(self, v: int) -> None:
-        """Move ``v``, and the values the colouring coalesced with it, to the register of the lowest :meth:`key`
-        that none of their neighbours holds."""
+        """Move ``v``, and the values the colouring coalesced with it, to a copy partner's register if free
+        (:meth:`partner_register`), else to the register of the lowest :meth:`key` that none of their
+        neighbours holds."""
         if self.done[v]:
             return
         w = self.widths[v]
@@ -131,7 +134,9 @@ class _Choice:
             at = self.base[nb]
             key[at] = _HELD
             key[at + self.top[nb]] = _HELD
-        r = _lowest(key, w, self.count)
+        r = self.partner_register(members, key, w)
+        if r < 0:
+            r = _lowest(key, w, self.count)
         for u in members:
             self.base[u] = self.banks.base[u] = r
             self.done[u] = True
@@ -139,6 +144,16 @@ class _Choice:
                 if self.end[u] > self.freed[k]:
                     self.freed[k] = self.end[u]
                     self.key_old[k], self.key_recent[k] = self.end[u] + 1, self.end[u] + 1 + _RECENTLY
+
+    def partner_register(self, members, key: np.ndarray, width: int) -> int:
+        """The register of a value chosen already that one of ``members`` is copied from or to, where no
+        neighbour holds it (``key``), so that copy moves nothing (biased colouring); -1 if none."""
+        for u in members:
+            for p in self.partners.get(u, ()):
+                r = int(self.base[p])
+                if self.done[p] and (key[r:r + width] < _HELD).all():
+                    return r
+        return -1
 
     def key(self, v: int, width: int) -> np.ndarray:
         """Each register's key for ``v`` before its neighbours' are marked (the lowest is taken): registers
@@ -204,9 +219,10 @@ def _lowest(key: np.ndarray, width: int, count: int) -> int:
     return 2 * int(np.maximum(key[0:count:2], key[1 : count + 1 : 2])[: count // 2].argmin())
 
 
-def _coalesced(analysis, base: np.ndarray) -> dict:
+def _coalesced(analysis, base: np.ndarray) -> tuple[dict, dict]:
     """value -> its group, for the values a copy (``%v = mov %u``, unguarded) joins that the colouring put in one
-    register: they stay in one register, so the copy stays free (what coalescing bought is never undone)."""
+    register: they stay in one register, so the copy stays free (what coalescing bought is never undone); and
+    value -> the values a copy joins it to in another register (partners to take the register of, where free)."""
     parent: dict = {}
 
     def root(x: int) -> int:
@@ -214,14 +230,17 @@ def _coalesced(analysis, base: np.ndarray) -> dict:
             x = parent[x]
         return x
 
-    index = analysis.index
+    index, partners = analysis.index, {}
     for ins in analysis.program.instructions:
         if ins.opcode == "mov" and ins.guard is None and len(ins.uses) == 1 and len(ins.defs) == 1:
             v, u = index[ins.defs[0].name], index[ins.uses[0]]
             if u != v and base[u] == base[v] >= 0 and analysis.widths[u] == analysis.widths[v]:
                 parent[root(v)] = root(u)
+            elif u != v and analysis.widths[u] == analysis.widths[v] > 0:
+                partners.setdefault(v, []).append(u)
+                partners.setdefault(u, []).append(v)
     groups: dict = {}
     for x in list(parent):
         groups.setdefault(root(x), []).append(x)
-    return {x: tuple(g) for g in groups.values() if len(g) > 1 for x in g}
+    return {x: tuple(g) for g in groups.values() if len(g) > 1 for x in g}, partners
 

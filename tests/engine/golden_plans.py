@@ -59,7 +59,8 @@ freed longest ago instead of the lowest. Before writing, all 100 plans
 made with ``spread`` replaced by the identity in those three allocators
 hashed to the digests of 35b8a9d, the last before it (100 of 100); with
 it, 60 differ (those three allocators' 20 each), in their assignments and
-the two figures an assignment decides, bank conflicts and moves.
+the two figures an assignment decides, bank conflicts (10,333 -> 9,712 in
+all on the 60) and register-to-register moves (83 -> 80).
 """
 
 from __future__ import annotations
