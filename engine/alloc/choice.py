@@ -33,21 +33,8 @@ count that no value it interferes with holds, so a valid allocation stays
 valid and its register count never rises; the spills, the program and
 every value's width and alignment are unchanged.
 
-Examples
---------
->>> from engine.ir.parser import parse
->>> from engine.alloc.linear_scan_hull import linear_scan_hull
->>> from engine.analysis.liveness import analyze
->>> p = parse(".kernel k\\n.block b\\n  %pa:u64 = param A\\n"
-...           "  %x:f32 = ld.global %pa, 0\\n  st.global %pa, 0, %x\\n"
-...           "  %y:f32 = ld.global %pa, 4\\n  st.global %pa, 4, %y\\n"
-...           "  %z:f32 = ld.global %pa, 8\\n  %w:f32 = ld.global %pa, 12\\n"
-...           "  st.global %pa, 8, %z\\n  st.global %pa, 12, %w\\n  exit\\n")
->>> lowest = linear_scan_hull(p, analyze(p), 8)   # the textbook scan: the lowest free register
->>> [lowest.assignment[n] for n in "xyzw"]        # y's load waits for the store of x to read R2
-[(2,), (2,), (2,), (3,)]
->>> [spread(lowest).assignment[n] for n in "xyzw"]
-[(2,), (3,), (2,), (3,)]
+The example in :func:`spread` shows both: a load moved off the register a
+store is still reading, and a copy kept with its source.
 """
 
 from __future__ import annotations
