@@ -214,6 +214,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--before", metavar="CSV", help="another version's rows (this script's --csv, e.g. run on "
                         "an older checkout) to print as a table of their own, with gaps to this run's optimal")
     args = parser.parse_args(argv)
+    if args.before and not args.optimal:
+        parser.error("--before prints gaps to this run's optimal: give --optimal SECONDS too")
     configure_process()
     loops = [yardstick()]
     rows = run(args.small, args.repeat, args.limit,
@@ -232,8 +234,6 @@ def main(argv=None) -> list[dict]:
               "execution check's deepest input")
     else:
         print("gap to optimal: not run (--optimal SECONDS runs it)")
-    if args.before and not args.optimal:
-        parser.error("--before prints gaps to this run's optimal: give --optimal SECONDS too")
     if args.before:
         before = _read_rows(args.before)
         best = {(r["program"], r["budget"]): r for r in rows if r["allocator"] == "optimal"}
