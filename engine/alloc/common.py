@@ -212,7 +212,7 @@ def executed_spill_cost(analysis: Analysis, frequency: np.ndarray | None = None)
     reads, defs = analysis.operand_reads, analysis.definitions
     # one reload per instruction reading the value, however often it reads it
     codes = np.unique(reads[:, 0] * max(n, 1) + reads[:, 1]) if len(reads) else np.zeros(0, dtype=np.int64)
-    cost = np.bincount(codes % max(n, 1), weights=per_ins[codes // max(n, 1)], minlength=n)
+    cost = np.bincount(codes % max(n, 1), weights=per_ins[codes // max(n, 1)], minlength=n).astype(float)  # empty: ints
     guarded = np.array([ins.guard is not None for ins in program.instructions], dtype=bool)
     if len(defs):
         cost += np.bincount(defs[:, 1], weights=per_ins[defs[:, 0]] * (1 + guarded[defs[:, 0]]), minlength=n)

@@ -177,3 +177,10 @@ def test_linear_scan_with_holes_never_needs_more_registers_than_the_hull_scan(pr
         assert not holes.spills
         assert registers_used(holes.assignment) <= registers_used(hull.assignment)
     verify_plan(predicted_plan(holes))
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_program_of_one_exit_allocates_to_nothing(name):
+    """A program with no value at all (Chaitin-Briggs's spill cost once raised OverflowError on it)."""
+    plan = predicted_plan(allocate(name, parse(".kernel k\n.block b\n  exit\n"), 8))
+    assert plan.assignment == {} and plan.spills == {} and plan.predicted.registers == 0
