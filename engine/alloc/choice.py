@@ -114,7 +114,7 @@ class _Choice:
         if self.done[v]:
             return
         w = self.widths[v]
-        key, _ = self.key(v, w)
+        key = self.key(v, w)
         members = self.groups.get(v, (v,))
         for u in members:
             nb = self.graph.neighbors(u)
@@ -146,13 +146,13 @@ class _Choice:
         """Each register's key for ``v`` before its neighbours' are marked (the lowest is taken): registers
         never held or freed at least :data:`RECENT` positions before ``v`` starts first, by the bank stalls they
         add to ``v``'s readers (a single register only: a pair spans both banks) and then by age; the others
-        after them by age; and which registers are old enough to weigh their bank."""
+        after them by age."""
         old = (self.freed <= self.start[v] - RECENT) | (self.freed < 0)
         key = np.where(old, self.key_old, self.key_recent)
         added = self.banks.added(v) if width == 1 else None
         if added is not None and any(added):
             key += np.where(old, np.asarray(added, dtype=np.int64)[self.bank_of] * _STALL, 0)   # old: not the last two
-        return key, old
+        return key
 
 
 class _Banks:
