@@ -157,11 +157,11 @@ class _Choice:
 
 class _Banks:
     """What a register's bank adds to the bank conflicts of the instructions reading a value, under the
-    default arch's bank model (:func:`engine.model.arch.bank_conflicts`): an instruction stalls once more
-    for each further ``reads_per_bank`` distinct source registers in one bank."""
+    default arch's bank model (:meth:`engine.model.arch.BankModel.stall_added`, the step of
+    :func:`engine.model.arch.bank_conflicts`)."""
 
     def __init__(self, analysis, base: np.ndarray):
-        model = load_arch(DEFAULT_ARCH).bank_model
+        self.model = model = load_arch(DEFAULT_ARCH).bank_model
         self.banks, self.reads, self.base = model.banks, model.reads_per_bank, base.tolist()
         self.pairs = (analysis.widths == 2).tolist()
         reads, widths = analysis.operand_reads, analysis.widths
@@ -195,7 +195,7 @@ class _Banks:
             for r in regs:
                 per[r % self.banks] += 1
             for b, c in enumerate(per):
-                out[b] += c > 0 and c % self.reads == 0
+                out[b] += self.model.stall_added(c)
         return out
 
 

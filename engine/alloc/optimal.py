@@ -678,6 +678,11 @@ class GapRow:
     unit: str | None = None
 
 
+def is_proved(allocation: Allocation) -> bool:
+    """Whether ``optimal`` proved ``allocation`` optimal (its last note says so; a heuristic's has no notes)."""
+    return bool(allocation.notes) and allocation.notes[-1].startswith("optimal")
+
+
 def registers_of(allocation: Allocation) -> int:
     """Registers an allocation uses (highest index plus one)."""
     return max((r for regs in allocation.assignment.values() for r in regs), default=-1) + 1
@@ -702,7 +707,7 @@ def gap_rows(program: Program, budget: int = 255, best: Allocation | None = None
 
     analysis = analysis if analysis is not None else analyze(program)
     best = best if best is not None else allocate("optimal", program, budget, analysis, time_limit=time_limit)
-    proved = bool(best.notes) and best.notes[-1].startswith("optimal")
+    proved = is_proved(best)
     rows = []
     for name in [*sorted(ALLOCATORS), "optimal"]:
         a = best if name == "optimal" else allocate(name, program, budget, analysis, spill_everywhere=True)

@@ -80,6 +80,21 @@ class BankModel:
             per_bank[r % self.banks] = per_bank.get(r % self.banks, 0) + 1
         return sum(math.ceil(n / self.reads_per_bank) - 1 for n in per_bank.values())
 
+    def stall_added(self, held: int) -> int:
+        """Extra cycles one more source register adds to a bank that ``held`` distinct source registers of the
+        same instruction are in already (the step of :meth:`conflicts` for one bank).
+
+        Examples
+        --------
+        >>> m = BankModel("two-banks-two-reads", 2, 2)
+        >>> [m.stall_added(n) for n in range(5)]
+        [0, 0, 1, 0, 1]
+        >>> all(m.conflicts(range(0, 2 * (n + 1), 2)) - m.conflicts(range(0, 2 * n, 2)) == m.stall_added(n)
+        ...     for n in range(8))
+        True
+        """
+        return int(held > 0 and held % self.reads_per_bank == 0)
+
 
 @dataclass(frozen=True)
 class Arch:

@@ -25,6 +25,7 @@ import sys
 import time
 
 from engine.alloc import ALLOCATORS, allocate
+from engine.alloc.optimal import is_proved
 from engine.analysis.liveness import analyze
 from engine.base.process import configure_process
 from engine.check.verify import ReferenceRuns, static_conflicts
@@ -89,7 +90,7 @@ def row(label: str, program, workload: dict, options: dict, budget: int, name: s
     return {"program": label, "budget": budget, "allocator": name, "maxlive": analysis.maxlive,
             "registers": f.registers, "spilled": f.spilled_values, "static_spill": f.spill_stores + f.spill_loads,
             "executed_spill": executed, "stack_bytes": f.local_bytes, "seconds": statistics.median(times),
-            "verified": not conflicts, "proved": bool(allocation.notes) and allocation.notes[-1].startswith("optimal"),
+            "verified": not conflicts, "proved": is_proved(allocation),
             "_allocation": allocation}
 
 

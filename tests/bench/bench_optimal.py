@@ -23,6 +23,7 @@ from engine.alloc import allocate
 from engine.alloc.optimal import (
     _symmetry_fix,
     executed_spill_instructions,
+    is_proved,
     pressure_model,
     register_model,
     registers_of,
@@ -121,7 +122,7 @@ def sizes(tiny: bool, limits: list[float], workers: int | None) -> dict:
                 started = time.perf_counter()
                 found = allocate("optimal", program, budget, a, time_limit=limit, workers=workers)
                 seconds = time.perf_counter() - started
-                proved = found.notes[-1].startswith("optimal")
+                proved = is_proved(found)
                 row = {"program": label, "instructions": len(program.instructions), "values": len(a.names),
                        "maxlive": a.maxlive, "budget": budget, "limit": limit, "seconds": seconds,
                        "proved": proved, "registers": registers_of(found),

@@ -17,6 +17,7 @@ from engine.alloc import (
 from engine.alloc.optimal import (
     executed_spill_instructions,
     gap_rows,
+    is_proved,
     registers_of,
     solve,
     spill_costs,
@@ -55,10 +56,6 @@ CYCLE5 = """.kernel cycle5
 """
 
 
-def proved(allocation) -> bool:
-    return allocation.notes[-1].startswith("optimal")
-
-
 def test_optimal_is_registered_as_expensive_and_kept_out_of_the_fast_loops():
     assert "optimal" in EXPENSIVE and "optimal" not in ALLOCATORS
     assert all_allocators() == [*sorted(ALLOCATORS), "optimal"]
@@ -75,7 +72,7 @@ def test_the_five_cycle_needs_six_registers_where_maxlive_is_five():
     p = parse(CYCLE5)
     a = allocate("optimal", p, 255)
     assert analyze(p).maxlive == 5
-    assert registers_of(a) == 6 and proved(a), a.notes
+    assert registers_of(a) == 6 and is_proved(a), a.notes
     assert static_conflicts(a.program, a.assignment, a.spills, 255) == []
 
 
@@ -84,7 +81,7 @@ def test_the_five_cycle_at_four_registers_spills_addr_and_e_for_13_executed_inst
     # goes; %addr alone (5: a store, 3 + 1 reloads) leaves 5 there, so %e (8: 4 stores, 4 reloads) or %i (10)
     # joins it; keeping %addr leaves 2 registers for the cycle and the counter (%i 10 plus a cycle value >= 6)
     a = allocate("optimal", parse(CYCLE5), 4)
-    assert sorted(a.spills) == ["addr", "e"] and executed_spill_instructions(a) == 13 and proved(a), a.notes
+    assert sorted(a.spills) == ["addr", "e"] and executed_spill_instructions(a) == 13 and is_proved(a), a.notes
     plan = planned_and_run(a)  # the interpreter's count on a real run agrees with the trip-count model
     assert plan.predicted.spill_stores_executed + plan.predicted.spill_loads_executed == 13
     verify_execution(a.program, a.assignment, a.spills, seeds=(0, 1), original=a.original)
@@ -92,7 +89,7 @@ def test_the_five_cycle_at_four_registers_spills_addr_and_e_for_13_executed_inst
 
 def _never_beaten(program, budget):
     best = allocate("optimal", program, budget, time_limit=30)
-    assert proved(best), best.notes
+    assert is_proved(best), best.notes
     assert static_conflicts(best.program, best.assignment, best.spills, budget, best.analysis, best.spill_code) == []
     for name in sorted(ALLOCATORS):
         try:  # spill-everywhere, optimal's model: rematerialisation is another problem (it computes, not spills)
@@ -171,9 +168,9 @@ def test_bad_options_are_one_line_errors():
 
 def test_highs_reaches_the_same_optimum():
     a = allocate("optimal", parse(CYCLE5), 255, solver="highs")
-    assert registers_of(a) == 6 and proved(a), a.notes
+    assert registers_of(a) == 6 and is_proved(a), a.notes
     b = allocate("optimal", parse(CYCLE5), 4, solver="highs")
-    assert executed_spill_instructions(b) == 13 and proved(b), b.notes
+    assert executed_spill_instructions(b) == 13 and is_proved(b), b.notes
 
 
 def test_a_missing_solver_is_a_one_line_error_naming_the_extra():
